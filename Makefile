@@ -1,0 +1,67 @@
+# Everything starts here: `make demo` and `make test` set up a fresh Debian machine themselves.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+DEMO_DIR ?= .sandbox/demo
+APT_PACKAGES := zookeeper openssh-server
+
+.PHONY: help setup system venv lint typecheck unit test demo bench clean
+
+help:
+	@echo "make setup   install system packages and .venv (idempotent)"
+	@echo "make demo    start the sandbox, reproduce the incident and repair it"
+	@echo "make test    setup, ruff, mypy (strict) and the whole test suite"
+	@echo "make bench   run the benchmarks in bench/"
+
+setup: system venv
+
+# zookeeper and openssh-server from Debian; a Java runtime only if there is none.
+system:
+	@missing=""; \
+	for pkg in $(APT_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+venv: $(BIN)/.installed
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+lint: venv
+	$(BIN)/ruff check remediate tests bench
+	$(BIN)/ruff format --check remediate tests bench
+
+typecheck: venv
+	$(BIN)/mypy
+
+unit: venv
+	$(BIN)/pytest -m "not slow"
+
+test: setup lint typecheck
+	$(BIN)/pytest
+
+demo: setup
+	-@$(BIN)/remediate sandbox down --dir $(DEMO_DIR) >/dev/null 2>&1
+	rm -rf $(DEMO_DIR)
+	$(BIN)/remediate sandbox up --dir $(DEMO_DIR)
+	$(BIN)/remediate sandbox reproduce --dir $(DEMO_DIR)
+	@if [ -z "$(KEEP)" ]; then $(BIN)/remediate sandbox down --dir $(DEMO_DIR); \
+	else echo "sandbox left running: $(BIN)/remediate sandbox down --dir $(DEMO_DIR)"; fi
+
+bench: setup
+	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	-@for dir in .sandbox/*/; do [ -f "$$dir/sandbox.json" ] && $(BIN)/remediate sandbox down --dir "$$dir"; done
+	rm -rf .sandbox .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,38 @@
+"""The `remediate` command line. Only this package maps errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from remediate import __version__
+from remediate.cli.sandbox import sandbox
+from remediate.errors import RemediationError
+
+# Exit codes (design.md): 0 ok, 1 warning, 2 critical, 3 unknown, 4 refused, 5 halted.
+EXIT_UNKNOWN = 3
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="remediate")
+def cli() -> None:
+    """Find and repair topic-id inconsistency on ZooKeeper-mode Kafka clusters."""
+
+
+cli.add_command(sandbox)
+
+
+def main() -> None:
+    try:
+        result = cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except RemediationError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_UNKNOWN)
+    sys.exit(result if isinstance(result, int) else 0)

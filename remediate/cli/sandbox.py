@@ -1,0 +1,357 @@
+"""`remediate sandbox ...`: the emulated ZK-mode Kafka cluster used by the demo and the tests."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from remediate.sandbox import admin, client, cluster
+from remediate.sandbox.reproduce import Step, reproduce
+
+DEFAULT_DIR = ".sandbox"
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+
+dir_option = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DIR,
+    show_default=True,
+    envvar="REMEDIATE_SANDBOX_DIR",
+    help="Sandbox directory.",
+)
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
+)
+
+
+def emit_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+
+
+@click.group()
+def sandbox() -> None:
+    """An emulated ZooKeeper-mode Kafka cluster on a real ZooKeeper."""
+
+
+@sandbox.command()
+@dir_option
+@click.option("--brokers", default=3, show_default=True, type=click.IntRange(1, 9))
+@click.option("--ssh", is_flag=True, help="Also start one sshd per broker; cluster.yaml uses ssh.")
+@click.option(
+    "--kafka-version", type=click.Choice(["2.8", "3.4"]), default="2.8", show_default=True
+)
+@click.option("--log-dirs", "log_dirs", default=2, show_default=True, type=click.IntRange(1, 4))
+@json_option
+def up(
+    directory: Path, brokers: int, ssh: bool, kafka_version: str, log_dirs: int, as_json: bool
+) -> None:
+    """Start ZooKeeper and the brokers; write DIR/cluster.yaml. Safe to run twice."""
+    with err.status("starting ZooKeeper and brokers"):
+        cluster.up(
+            directory,
+            brokers=brokers,
+            kafka_version=kafka_version,
+            log_dirs_per_broker=log_dirs,
+            ssh=ssh,
+        )
+    _show_status(directory, as_json)
+
+
+@sandbox.command()
+@dir_option
+@json_option
+def down(directory: Path, as_json: bool) -> None:
+    """Stop everything the sandbox started."""
+    stopped = cluster.down(directory)
+    if as_json:
+        emit_json({"stopped": stopped})
+    else:
+        out.print("stopped: " + (", ".join(stopped) or "nothing was running"))
+
+
+@sandbox.command()
+@dir_option
+@json_option
+def status(directory: Path, as_json: bool) -> None:
+    """Show ZooKeeper, the brokers and the controller."""
+    _show_status(directory, as_json)
+
+
+def _show_status(directory: Path, as_json: bool) -> None:
+    document = cluster.status(directory)
+    if as_json:
+        emit_json(document)
+        return
+    zk = document["zookeeper"]
+    out.print(f"ZooKeeper {zk['connect']}: {'running' if zk['running'] else 'stopped'}")
+    out.print(f"Kafka {document['kafka_version']} emulation; controller: {document['controller']}")
+    table = Table("broker", "listener", "running", "registered", "log dirs")
+    for broker in document["brokers"]:
+        table.add_row(
+            str(broker["id"]),
+            broker["listener"],
+            "yes" if broker["running"] else "no",
+            "yes" if broker["registered"] else "no",
+            "\n".join(broker["log_dirs"]),
+        )
+    out.print(table)
+    out.print(f"cluster.yaml: {Path(document['directory']) / 'cluster.yaml'}")
+
+
+@sandbox.command(name="reproduce")
+@dir_option
+@click.option("--topic", default="orders", show_default=True)
+@json_option
+def reproduce_command(directory: Path, topic: str, as_json: bool) -> None:
+    """Reproduce the incident step by step (design.md, "The sandbox")."""
+
+    def show(step: Step) -> None:
+        if as_json:
+            return
+        facts = ", ".join(f"{k}={v}" for k, v in step.facts.items() if k != "example")
+        out.print(f"[bold]({step.number})[/bold] {step.title}: {facts}")
+        if "example" in step.facts:
+            out.print(f"    {step.facts['example']}", markup=False, highlight=False)
+
+    result = reproduce(directory, topic=topic, on_step=show)
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        out.print(
+            f"ZooKeeper now holds topic id {result.new_id}; the old partitions' replicas hold"
+            f" {result.old_id}; broker {result.restarted_broker} is out of their ISR."
+        )
+
+
+# -- brokers -----------------------------------------------------------------------------------
+
+
+@sandbox.group()
+def broker() -> None:
+    """Start, stop or check one broker (the sandbox's service commands)."""
+
+
+id_option = click.option("--id", "broker_id", required=True, type=int, help="Broker id.")
+
+
+@broker.command(name="start")
+@id_option
+@dir_option
+@click.option("--wait/--no-wait", default=False, help="Wait until the broker is registered.")
+def broker_start(broker_id: int, directory: Path, wait: bool) -> None:
+    pid = cluster.start_broker(directory.resolve(), broker_id, wait=wait)
+    out.print(f"broker {broker_id} running (pid {pid})")
+
+
+@broker.command(name="stop")
+@id_option
+@dir_option
+def broker_stop(broker_id: int, directory: Path) -> None:
+    """Controlled shutdown (SIGTERM); returns when the process has exited."""
+    stopped = cluster.stop_broker(directory.resolve(), broker_id)
+    out.print(f"broker {broker_id} {'stopped' if stopped else 'was not running'}")
+
+
+@broker.command(name="kill")
+@id_option
+@dir_option
+def broker_kill(broker_id: int, directory: Path) -> None:
+    """SIGKILL, as a crash would."""
+    killed = cluster.kill_broker(directory.resolve(), broker_id)
+    out.print(f"broker {broker_id} {'killed' if killed else 'was not running'}")
+
+
+@broker.command(name="status")
+@id_option
+@dir_option
+def broker_status(broker_id: int, directory: Path) -> int:
+    """Exit 0 when the broker process runs, 3 when it does not (LSB status codes)."""
+    directory = directory.resolve()
+    cluster.load_state(directory).broker(broker_id)
+    pid = cluster.broker_pid(directory, broker_id)
+    out.print(f"broker {broker_id} {'running (pid ' + str(pid) + ')' if pid else 'not running'}")
+    return 0 if pid else 3
+
+
+# -- clients -----------------------------------------------------------------------------------
+
+
+@sandbox.command(name="produce")
+@dir_option
+@click.option("--topic", required=True)
+@click.option("--count", default=100, show_default=True, type=click.IntRange(0))
+@click.option("--key-prefix", default="k", show_default=True)
+@click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
+@click.option("--retries", default=0, show_default=True, type=click.IntRange(0))
+@click.option(
+    "--acked-log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append acked records (JSON lines).",
+)
+@json_option
+def produce_command(
+    directory: Path,
+    topic: str,
+    count: int,
+    key_prefix: str,
+    acks: str,
+    retries: int,
+    acked_log: Path | None,
+    as_json: bool,
+) -> int:
+    """Produce COUNT records; errors are reported per partition. Exit 1 if any failed."""
+    state = cluster.load_state(directory.resolve())
+    zk = cluster.zk_client(state)
+    try:
+        log_file = acked_log.open("a") if acked_log else None
+        try:
+            report = client.produce(
+                zk,
+                topic,
+                count=count,
+                key_prefix=key_prefix,
+                acks=-1 if acks == "all" else int(acks),
+                retries=retries,
+                acked_log=log_file,
+            )
+        finally:
+            if log_file is not None:
+                log_file.close()
+    finally:
+        zk.stop()
+        zk.close()
+    document = report.to_json()
+    if as_json:
+        emit_json(document)
+    else:
+        out.print(f"acked {document['acked']} of {count}")
+        for partition, errors in document["errors"].items():
+            out.print(
+                f"  partition {partition}: " + ", ".join(f"{k} x{v}" for k, v in errors.items())
+            )
+    return 0 if document["acked"] == count else 1
+
+
+@sandbox.command(name="consume")
+@dir_option
+@click.option("--topic", required=True)
+@json_option
+def consume_command(directory: Path, topic: str, as_json: bool) -> int:
+    """Read every partition from the start to its high watermark. Exit 1 on any error."""
+    state = cluster.load_state(directory.resolve())
+    zk = cluster.zk_client(state)
+    try:
+        records, errors = client.consume(zk, topic)
+    finally:
+        zk.stop()
+        zk.close()
+    if as_json:
+        emit_json(
+            {
+                "topic": topic,
+                "records": [[r.partition, r.offset, r.key, r.value] for r in records],
+                "errors": {str(p): e for p, e in errors.items()},
+            }
+        )
+    else:
+        out.print(f"consumed {len(records)} records")
+        for partition, error in sorted(errors.items()):
+            out.print(f"  partition {partition}: {error}")
+    return 1 if errors else 0
+
+
+# -- admin -------------------------------------------------------------------------------------
+
+
+@sandbox.group(name="admin")
+def admin_group() -> None:
+    """Single admin steps, done through ZooKeeper as Kafka's tools do."""
+
+
+@admin_group.command(name="create-topic")
+@dir_option
+@click.option("--topic", required=True)
+@click.option("--partitions", required=True, type=click.IntRange(1))
+@click.option("--replication-factor", required=True, type=click.IntRange(1))
+@click.option("--config", "configs", multiple=True, help="KEY=VALUE topic config, repeatable.")
+@click.option(
+    "--legacy", is_flag=True, help="Write a version-1 znode without topic id (pre-2.8 tools)."
+)
+def create_topic_command(
+    directory: Path,
+    topic: str,
+    partitions: int,
+    replication_factor: int,
+    configs: tuple[str, ...],
+    legacy: bool,
+) -> None:
+    config: dict[str, str] = {}
+    for item in configs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--config")
+        config[key] = value
+    with _zk(directory) as zk:
+        result = admin.create_topic(
+            zk, topic, partitions, replication_factor, config=config, legacy=legacy
+        )
+    out.print(f"created {topic}: {dict(result.partitions)} topic_id={result.topic_id}")
+
+
+@admin_group.command(name="add-partitions")
+@dir_option
+@click.option("--topic", required=True)
+@click.option(
+    "--partitions", required=True, type=click.IntRange(1), help="New total partition count."
+)
+@click.option(
+    "--legacy", is_flag=True, help="Rewrite the znode as version 1 and drop topic_id (pre-2.8)."
+)
+def add_partitions_command(directory: Path, topic: str, partitions: int, legacy: bool) -> None:
+    with _zk(directory) as zk:
+        result = admin.add_partitions(zk, topic, partitions, legacy=legacy)
+    out.print(f"{topic} now has {len(result.partitions)} partitions; topic_id={result.topic_id}")
+
+
+@admin_group.command(name="failover-controller")
+@dir_option
+def failover_command(directory: Path) -> None:
+    """Delete /controller and wait for the next election."""
+    with _zk(directory) as zk:
+        before, after = admin.failover_controller(zk)
+    out.print(
+        f"controller moved from broker {before.broker_id} to {after.broker_id}"
+        f" (epoch {after.epoch})"
+    )
+
+
+@admin_group.command(name="restart-broker")
+@id_option
+@dir_option
+def restart_command(broker_id: int, directory: Path) -> None:
+    """Controlled shutdown, then start and wait until registered."""
+    directory = directory.resolve()
+    cluster.stop_broker(directory, broker_id)
+    pid = cluster.start_broker(directory, broker_id, wait=True)
+    out.print(f"broker {broker_id} restarted (pid {pid})")
+
+
+class _zk:
+    def __init__(self, directory: Path) -> None:
+        self.state = cluster.load_state(directory.resolve())
+
+    def __enter__(self) -> Any:
+        self.client = cluster.zk_client(self.state)
+        return self.client
+
+    def __exit__(self, *_: object) -> None:
+        self.client.stop()
+        self.client.close()

@@ -1,0 +1,1 @@
+"""Pure, typed parsers and encoders for every Kafka format this project reads or writes."""

@@ -1,0 +1,475 @@
+"""Parsers and encoders for the ZooKeeper documents of a ZK-mode Kafka cluster.
+
+Shapes and rules follow kafka.zk.ZkData at 2.8.2 and 3.4.1 (see reference/kafka-zk.md).
+Readers are as lenient as Kafka's (unknown fields ignored, `version` ignored where Kafka ignores
+it) and as strict (types checked). Encoders produce what Kafka itself writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from remediate.errors import FormatError
+from remediate.formats.javanum import parse_java_int
+from remediate.formats.jsonutil import (
+    JsonObject,
+    as_int,
+    as_int_list,
+    dump,
+    get_int,
+    get_int_list,
+    get_object,
+    get_str,
+    load_object,
+)
+from remediate.formats.topic_id import TopicId, parse_topic_id
+
+# -- paths -------------------------------------------------------------------------------------
+
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CLUSTER_ID = "/cluster/id"
+CONFIG_TOPICS = "/config/topics"
+CONFIG_CHANGES = "/config/changes"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+ADMIN_DELETE_TOPICS = "/admin/delete_topics"
+ADMIN_PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+ADMIN_REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+
+
+def topic_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions"
+
+
+def partition_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+# -- /brokers/topics/<t> -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopicAssignment:
+    """`/brokers/topics/<t>`: the replica assignment and, when known, the topic id."""
+
+    partitions: Mapping[int, tuple[int, ...]]
+    topic_id: TopicId | None = None
+    adding_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    removing_replicas: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    version: int | None = None
+
+
+def _partition_key(key: str, *, source: str, field_name: str) -> int:
+    number = parse_java_int(key)
+    if number is None:
+        raise FormatError(source, field_name, "partition numbers as strings of integers", key)
+    return number
+
+
+def _replica_map(obj: JsonObject, *, source: str, field_name: str) -> dict[int, tuple[int, ...]]:
+    result: dict[int, tuple[int, ...]] = {}
+    for key, value in obj.items():
+        partition = _partition_key(key, source=source, field_name=field_name)
+        result[partition] = as_int_list(value, source=source, field=f"{field_name}.{key}")
+    return result
+
+
+def decode_topic(data: bytes | None, *, source: str) -> TopicAssignment:
+    """Read a topic znode of any version (1, 2 or 3): only `partitions` is required."""
+    obj = load_object(data, source=source)
+    partitions = _replica_map(
+        get_object(obj, "partitions", source=source), source=source, field_name="partitions"
+    )
+    topic_id: TopicId | None = None
+    if "topic_id" in obj and obj["topic_id"] is not None:
+        raw_id = obj["topic_id"]
+        if not isinstance(raw_id, str):
+            raise FormatError(source, "topic_id", "a string", raw_id)
+        topic_id = parse_topic_id(raw_id, source=source, field="topic_id")
+    adding: dict[int, tuple[int, ...]] = {}
+    removing: dict[int, tuple[int, ...]] = {}
+    if obj.get("adding_replicas") is not None:
+        adding = _replica_map(
+            get_object(obj, "adding_replicas", source=source),
+            source=source,
+            field_name="adding_replicas",
+        )
+    if obj.get("removing_replicas") is not None:
+        removing = _replica_map(
+            get_object(obj, "removing_replicas", source=source),
+            source=source,
+            field_name="removing_replicas",
+        )
+    version = obj.get("version")
+    return TopicAssignment(
+        partitions=partitions,
+        topic_id=topic_id,
+        adding_replicas=adding,
+        removing_replicas=removing,
+        version=version if isinstance(version, int) and not isinstance(version, bool) else None,
+    )
+
+
+def encode_topic(assignment: TopicAssignment) -> bytes:
+    """What a 2.8+ controller or admin writes: version 3, `topic_id` only when known."""
+    doc: dict[str, Any] = {
+        "version": 3,
+        "partitions": _encode_replica_map(assignment.partitions),
+        "adding_replicas": _encode_replica_map(assignment.adding_replicas),
+        "removing_replicas": _encode_replica_map(assignment.removing_replicas),
+    }
+    if assignment.topic_id is not None:
+        doc["topic_id"] = str(assignment.topic_id)
+    return dump(doc)
+
+
+def encode_topic_legacy(partitions: Mapping[int, Sequence[int]]) -> bytes:
+    """What a pre-2.4 client (Kafka 1.0 AdminUtils) writes: version 1, no id, nothing else."""
+    return dump({"version": 1, "partitions": _encode_replica_map(partitions)})
+
+
+def _encode_replica_map(replicas: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
+    return {str(p): list(r) for p, r in sorted(replicas.items())}
+
+
+# -- /brokers/topics/<t>/partitions/<p>/state --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """A partition's leader and ISR. `zk_version` is the state znode's stat version (the
+    partition epoch used for conditional updates); it is not part of the data."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int = 0
+    leader_recovery_state: int = 0
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader >= 0
+
+
+NO_LEADER = -1
+
+
+def decode_partition_state(
+    data: bytes | None, *, source: str, zk_version: int = 0
+) -> PartitionState:
+    obj = load_object(data, source=source)
+    return PartitionState(
+        leader=get_int(obj, "leader", source=source),
+        leader_epoch=get_int(obj, "leader_epoch", source=source),
+        isr=get_int_list(obj, "isr", source=source),
+        controller_epoch=get_int(obj, "controller_epoch", source=source),
+        zk_version=zk_version,
+        leader_recovery_state=get_int(obj, "leader_recovery_state", source=source, default=0),
+    )
+
+
+def encode_partition_state(state: PartitionState) -> bytes:
+    doc: dict[str, Any] = {
+        "controller_epoch": state.controller_epoch,
+        "leader": state.leader,
+        "version": 1,
+        "leader_epoch": state.leader_epoch,
+        "isr": list(state.isr),
+    }
+    if state.leader_recovery_state:
+        doc["leader_recovery_state"] = state.leader_recovery_state
+    return dump(doc)
+
+
+# -- /brokers/ids/<id> -------------------------------------------------------------------------
+
+_ENDPOINT = re.compile(
+    r"(?P<listener>[A-Za-z0-9._-]+)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>-?[0-9]+)"
+)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.listener}://{self.host}:{self.port}"
+
+
+def parse_endpoint(text: object, *, source: str, field_name: str = "endpoints") -> Endpoint:
+    if not isinstance(text, str):
+        raise FormatError(source, field_name, "LISTENER://host:port", text)
+    match = _ENDPOINT.fullmatch(text)
+    if not match:
+        raise FormatError(source, field_name, "LISTENER://host:port", text)
+    port = int(match["port"])
+    if not 0 <= port <= 65535:
+        raise FormatError(source, field_name, "a port between 0 and 65535", port)
+    return Endpoint(match["listener"], match["host"], port)
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    """`/brokers/ids/<id>`, version 4 or 5. The broker epoch is the znode's czxid (not data)."""
+
+    broker_id: int
+    endpoints: tuple[Endpoint, ...]
+    host: str | None
+    port: int
+    timestamp_ms: int
+    rack: str | None = None
+    jmx_port: int = -1
+    version: int = 5
+    security_protocol_map: Mapping[str, str] = field(default_factory=dict)
+    epoch: int = -1
+
+    def endpoint(self, listener: str = "PLAINTEXT") -> Endpoint | None:
+        for endpoint in self.endpoints:
+            if endpoint.listener == listener:
+                return endpoint
+        return self.endpoints[0] if self.endpoints else None
+
+
+def decode_broker(
+    broker_id: int, data: bytes | None, *, source: str, epoch: int = -1
+) -> BrokerRegistration:
+    obj = load_object(data, source=source)
+    version = get_int(obj, "version", source=source)
+    raw_endpoints = obj.get("endpoints", [])
+    if not isinstance(raw_endpoints, list):
+        raise FormatError(source, "endpoints", "a list of LISTENER://host:port", raw_endpoints)
+    endpoints = tuple(parse_endpoint(e, source=source) for e in raw_endpoints)
+    host = obj.get("host")
+    if host is not None and not isinstance(host, str):
+        raise FormatError(source, "host", "a string or null", host)
+    rack = obj.get("rack")
+    if rack is not None and not isinstance(rack, str):
+        raise FormatError(source, "rack", "a string or null", rack)
+    protocol_map = obj.get("listener_security_protocol_map", {})
+    if not isinstance(protocol_map, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in protocol_map.items()
+    ):
+        raise FormatError(
+            source, "listener_security_protocol_map", "an object of strings", protocol_map
+        )
+    timestamp = obj.get("timestamp", "0")
+    timestamp_ms = parse_java_int(timestamp, (0, 2**63 - 1)) if isinstance(timestamp, str) else None
+    if timestamp_ms is None:
+        raise FormatError(source, "timestamp", "milliseconds as a string", timestamp)
+    return BrokerRegistration(
+        broker_id=broker_id,
+        endpoints=endpoints,
+        host=host,
+        port=get_int(obj, "port", source=source, default=-1),
+        timestamp_ms=timestamp_ms,
+        rack=rack,
+        jmx_port=get_int(obj, "jmx_port", source=source, default=-1),
+        version=version,
+        security_protocol_map=dict(protocol_map),
+        epoch=epoch,
+    )
+
+
+def encode_broker(registration: BrokerRegistration) -> bytes:
+    plaintext = registration.endpoint("PLAINTEXT")
+    doc: dict[str, Any] = {
+        "listener_security_protocol_map": dict(registration.security_protocol_map)
+        or {e.listener: e.listener for e in registration.endpoints},
+        "endpoints": [str(e) for e in registration.endpoints],
+        "jmx_port": registration.jmx_port,
+        "features": {},
+        "host": plaintext.host if plaintext else None,
+        "timestamp": str(registration.timestamp_ms),
+        "port": plaintext.port if plaintext else -1,
+        "version": 5,
+    }
+    if registration.rack is not None:
+        doc["rack"] = registration.rack
+    return dump(doc)
+
+
+# -- /controller, /controller_epoch ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ControllerRegistration:
+    broker_id: int
+    timestamp_ms: int
+    version: int = 1
+    kraft_controller_epoch: int | None = None
+
+
+def decode_controller(data: bytes | None, *, source: str = CONTROLLER) -> ControllerRegistration:
+    obj = load_object(data, source=source)
+    timestamp = obj.get("timestamp", "0")
+    timestamp_ms = parse_java_int(timestamp, (0, 2**63 - 1)) if isinstance(timestamp, str) else None
+    if timestamp_ms is None:
+        raise FormatError(source, "timestamp", "milliseconds as a string", timestamp)
+    kraft_epoch = obj.get("kraftControllerEpoch")
+    return ControllerRegistration(
+        broker_id=get_int(obj, "brokerid", source=source),
+        timestamp_ms=timestamp_ms,
+        version=get_int(obj, "version", source=source, default=1),
+        kraft_controller_epoch=(
+            as_int(kraft_epoch, source=source, field="kraftControllerEpoch")
+            if kraft_epoch is not None
+            else None
+        ),
+    )
+
+
+def encode_controller(registration: ControllerRegistration) -> bytes:
+    doc: dict[str, Any] = {
+        "version": registration.version,
+        "brokerid": registration.broker_id,
+        "timestamp": str(registration.timestamp_ms),
+    }
+    if registration.version >= 2:
+        doc["kraftControllerEpoch"] = (
+            registration.kraft_controller_epoch
+            if registration.kraft_controller_epoch is not None
+            else -1
+        )
+    return dump(doc)
+
+
+def decode_controller_epoch(data: bytes | None, *, source: str = CONTROLLER_EPOCH) -> int:
+    text = (data or b"").decode("utf-8", errors="replace")
+    epoch = parse_java_int(text)
+    if epoch is None:
+        raise FormatError(source, "data", "a plain integer", data)
+    return epoch
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    return str(epoch).encode("ascii")
+
+
+# -- /config/topics/<t>, /config/changes -------------------------------------------------------
+
+
+def decode_topic_config(data: bytes | None, *, source: str) -> dict[str, str]:
+    obj = load_object(data, source=source)
+    config = obj.get("config", {})
+    if not isinstance(config, dict):
+        raise FormatError(source, "config", "an object of string values", config)
+    result: dict[str, str] = {}
+    for key, value in config.items():
+        if not isinstance(value, str):
+            raise FormatError(source, f"config.{key}", "a string value", value)
+        result[key] = value
+    return result
+
+
+def encode_topic_config(config: Mapping[str, str]) -> bytes:
+    return dump({"version": 1, "config": dict(config)})
+
+
+def encode_config_change(entity_path: str) -> bytes:
+    return dump({"version": 2, "entity_path": entity_path})
+
+
+# -- notifications and admin requests ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TopicPartitionRef:
+    topic: str
+    partition: int
+
+
+def _decode_partition_list(
+    data: bytes | None, *, source: str, with_replicas: bool = False
+) -> list[tuple[TopicPartitionRef, tuple[int, ...]]]:
+    obj = load_object(data, source=source)
+    raw = obj.get("partitions")
+    if not isinstance(raw, list):
+        raise FormatError(source, "partitions", "a list of {topic, partition}", raw)
+    result = []
+    for item in raw:
+        if not isinstance(item, dict):
+            raise FormatError(source, "partitions", "a list of {topic, partition}", item)
+        ref = TopicPartitionRef(
+            topic=get_str(item, "topic", source=source),
+            partition=get_int(item, "partition", source=source),
+        )
+        replicas = get_int_list(item, "replicas", source=source) if with_replicas else ()
+        result.append((ref, replicas))
+    return result
+
+
+def decode_isr_change_notification(data: bytes | None, *, source: str) -> list[TopicPartitionRef]:
+    return [ref for ref, _ in _decode_partition_list(data, source=source)]
+
+
+def encode_isr_change_notification(partitions: Sequence[TopicPartitionRef]) -> bytes:
+    return dump(
+        {
+            "version": 1,
+            "partitions": [{"topic": p.topic, "partition": p.partition} for p in partitions],
+        }
+    )
+
+
+def decode_preferred_replica_election(
+    data: bytes | None, *, source: str = ADMIN_PREFERRED_REPLICA_ELECTION
+) -> list[TopicPartitionRef]:
+    return [ref for ref, _ in _decode_partition_list(data, source=source)]
+
+
+def encode_preferred_replica_election(partitions: Sequence[TopicPartitionRef]) -> bytes:
+    return encode_isr_change_notification(partitions)
+
+
+def decode_reassign_partitions(
+    data: bytes | None, *, source: str = ADMIN_REASSIGN_PARTITIONS
+) -> dict[TopicPartitionRef, tuple[int, ...]]:
+    return dict(_decode_partition_list(data, source=source, with_replicas=True))
+
+
+def encode_reassign_partitions(assignment: Mapping[TopicPartitionRef, Sequence[int]]) -> bytes:
+    return dump(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": p.topic, "partition": p.partition, "replicas": list(r)}
+                for p, r in assignment.items()
+            ],
+        }
+    )
+
+
+# -- /cluster/id -------------------------------------------------------------------------------
+
+
+def decode_cluster_id(data: bytes | None, *, source: str = CLUSTER_ID) -> str:
+    obj = load_object(data, source=source)
+    return get_str(obj, "id", source=source)
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return dump({"version": "1", "id": cluster_id})

@@ -1,0 +1,1 @@
+"""The sandbox: an emulated ZooKeeper-mode Kafka cluster on a real ZooKeeper."""

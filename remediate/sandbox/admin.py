@@ -1,0 +1,201 @@
+"""Admin operations the way Kafka's own tools perform them through ZooKeeper.
+
+- `create_topic`: a 2.8+ admin writes the topic znode with a fresh topic id (version 3);
+  `legacy=True` writes what Kafka 1.0's AdminUtils wrote: `{"version":1,"partitions":...}`.
+- `add_partitions`: `legacy=True` is the pre-2.8 `kafka-topics.sh --zookeeper --alter
+  --partitions`: the znode is rewritten as version 1 and the topic id is dropped.
+- `failover_controller`: delete `/controller`, as operators do to move the controller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from remediate.errors import SandboxError
+from remediate.formats.logdir import validate_topic_name
+from remediate.formats.topic_id import TopicId
+from remediate.formats.znodes import (
+    BROKER_IDS,
+    CONFIG_CHANGES,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    TopicAssignment,
+    decode_controller,
+    decode_controller_epoch,
+    decode_topic,
+    encode_config_change,
+    encode_topic,
+    encode_topic_config,
+    encode_topic_legacy,
+    topic_config_path,
+    topic_path,
+)
+
+
+def _replica_index(first: int, shift: int, replica: int, count: int) -> int:
+    return (first + 1 + (shift + replica) % (count - 1)) % count
+
+
+def assign_replicas(
+    brokers: Sequence[int],
+    partitions: int,
+    replication_factor: int,
+    *,
+    start_index: int = 0,
+    start_partition: int = 0,
+) -> dict[int, tuple[int, ...]]:
+    """Rack-unaware assignment as AdminUtils.assignReplicasToBrokers does it."""
+    if replication_factor < 1:
+        raise SandboxError("the replication factor must be at least 1")
+    if replication_factor > len(brokers):
+        raise SandboxError(
+            f"replication factor {replication_factor} is larger than the"
+            f" {len(brokers)} available brokers"
+        )
+    ordered = sorted(brokers)
+    count = len(ordered)
+    assignment: dict[int, tuple[int, ...]] = {}
+    shift = start_index
+    for offset in range(partitions):
+        partition = start_partition + offset
+        if partition > 0 and partition % count == 0:
+            shift += 1
+        first = (partition + start_index) % count
+        replicas = [ordered[first]]
+        replicas += [
+            ordered[_replica_index(first, shift, j, count)] for j in range(replication_factor - 1)
+        ]
+        assignment[partition] = tuple(replicas)
+    return assignment
+
+
+def live_brokers(zk: KazooClient) -> list[int]:
+    return sorted(int(c) for c in zk.get_children(BROKER_IDS))
+
+
+def create_topic(
+    zk: KazooClient,
+    topic: str,
+    partitions: int,
+    replication_factor: int,
+    *,
+    config: Mapping[str, str] | None = None,
+    legacy: bool = False,
+) -> TopicAssignment:
+    validate_topic_name(topic, source="--topic")
+    if partitions < 1:
+        raise SandboxError("a topic needs at least one partition")
+    if zk.exists(topic_path(topic)):
+        raise SandboxError(f"topic {topic!r} already exists")
+    assignment = assign_replicas(live_brokers(zk), partitions, replication_factor, start_index=0)
+    zk.ensure_path("/config/topics")
+    try:
+        zk.create(topic_config_path(topic), encode_topic_config(config or {}))
+    except NodeExistsError:
+        zk.set(topic_config_path(topic), encode_topic_config(config or {}))
+    if legacy:
+        data = encode_topic_legacy(assignment)
+        result = TopicAssignment(partitions=assignment, version=1)
+    else:
+        result = TopicAssignment(partitions=assignment, topic_id=TopicId.random(), version=3)
+        data = encode_topic(result)
+    zk.create(topic_path(topic), data, makepath=True)
+    return result
+
+
+def set_topic_config(zk: KazooClient, topic: str, config: Mapping[str, str]) -> None:
+    zk.set(topic_config_path(topic), encode_topic_config(config))
+    zk.create(
+        f"{CONFIG_CHANGES}/config_change_",
+        encode_config_change(f"topics/{topic}"),
+        sequence=True,
+        makepath=True,
+    )
+
+
+def read_topic(zk: KazooClient, topic: str) -> tuple[TopicAssignment, int]:
+    try:
+        data, stat = zk.get(topic_path(topic))
+    except NoNodeError:
+        raise SandboxError(f"topic {topic!r} does not exist") from None
+    return decode_topic(data, source=topic_path(topic)), stat.version
+
+
+def add_partitions(
+    zk: KazooClient, topic: str, total: int, *, legacy: bool = False
+) -> TopicAssignment:
+    """Grow `topic` to `total` partitions; `legacy` drops the topic id as pre-2.8 tools did."""
+    current, version = read_topic(zk, topic)
+    existing = len(current.partitions)
+    if total <= existing:
+        raise SandboxError(
+            f"topic {topic!r} has {existing} partitions; --partitions must be larger"
+        )
+    brokers = sorted(live_brokers(zk))
+    first_replicas = current.partitions.get(0, ())
+    start_index = (
+        brokers.index(first_replicas[0]) if first_replicas and first_replicas[0] in brokers else 0
+    )
+    replication_factor = len(first_replicas) or 1
+    added = assign_replicas(
+        brokers,
+        total - existing,
+        replication_factor,
+        start_index=start_index,
+        start_partition=existing,
+    )
+    partitions = {**current.partitions, **added}
+    if legacy:
+        # Kafka 1.0's AdminUtils.addPartitions: an unconditional write of a version-1 znode.
+        zk.set(topic_path(topic), encode_topic_legacy(partitions))
+        return TopicAssignment(partitions=partitions, version=1)
+    updated = TopicAssignment(
+        partitions=partitions,
+        topic_id=current.topic_id,
+        adding_replicas=current.adding_replicas,
+        removing_replicas=current.removing_replicas,
+        version=3,
+    )
+    zk.set(topic_path(topic), encode_topic(updated), version=version)
+    return updated
+
+
+@dataclass(frozen=True)
+class ControllerInfo:
+    broker_id: int
+    epoch: int
+
+
+def current_controller(zk: KazooClient) -> ControllerInfo | None:
+    try:
+        data, _ = zk.get(CONTROLLER)
+        epoch_data, _ = zk.get(CONTROLLER_EPOCH)
+    except NoNodeError:
+        return None
+    return ControllerInfo(decode_controller(data).broker_id, decode_controller_epoch(epoch_data))
+
+
+def failover_controller(
+    zk: KazooClient, *, timeout: float = 30.0
+) -> tuple[ControllerInfo, ControllerInfo]:
+    """Delete /controller and wait for the next election; return (before, after)."""
+    before = current_controller(zk)
+    if before is None:
+        raise SandboxError("there is no active controller to fail over")
+    with contextlib.suppress(NoNodeError):
+        zk.delete(CONTROLLER)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        after = current_controller(zk)
+        if after is not None and after.epoch > before.epoch:
+            return before, after
+        time.sleep(0.05)
+    raise SandboxError(
+        f"no controller was elected within {timeout:.0f}s after deleting {CONTROLLER}"
+    )

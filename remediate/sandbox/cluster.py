@@ -1,0 +1,359 @@
+"""The sandbox cluster on disk: ZooKeeper and N brokers under one directory.
+
+Layout of a sandbox directory D:
+
+    D/sandbox.json                      what `up` started (ports, pids, settings)
+    D/cluster.yaml                      the tool's configuration for this cluster
+    D/zookeeper/                        zoo.cfg, data/, zookeeper.log
+    D/broker-<id>/server.properties     the broker's Kafka-style configuration
+    D/broker-<id>/data-<n>/             its log dirs
+    D/broker-<id>/logs/                 server.log, state-change.log, kafkaServer.out
+    D/broker-<id>/broker.pid
+    D/ssh/                              keys, known_hosts and sshd configs (with --ssh)
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kazoo.client import KazooClient
+
+from remediate.errors import SandboxError
+from remediate.formats.znodes import BROKER_IDS, CONTROLLER, decode_controller
+from remediate.sandbox import process, sshd, zkserver
+from remediate.sandbox.config import (
+    KAFKA_VERSIONS,
+    BrokerSettings,
+    read_server_properties,
+    write_server_properties,
+)
+
+BROKER_MARKER = "remediate.sandbox.broker"
+ZOOKEEPER_MARKER = "QuorumPeerMain"
+STATE_FILE = "sandbox.json"
+
+
+@dataclass
+class BrokerInfo:
+    broker_id: int
+    host: str
+    port: int
+    log_dirs: list[str]
+    ssh_port: int | None = None
+
+
+@dataclass
+class SandboxState:
+    directory: str
+    zookeeper_host: str
+    zookeeper_port: int
+    kafka_version: str
+    brokers: list[BrokerInfo] = field(default_factory=list)
+    ssh: bool = False
+
+    @property
+    def zk_connect(self) -> str:
+        return f"{self.zookeeper_host}:{self.zookeeper_port}"
+
+    def broker(self, broker_id: int) -> BrokerInfo:
+        for broker in self.brokers:
+            if broker.broker_id == broker_id:
+                return broker
+        raise SandboxError(f"the sandbox in {self.directory} has no broker {broker_id}")
+
+
+def broker_host(broker_id: int) -> str:
+    """Broker N lives on 127.0.0.(10+N), its own loopback address."""
+    if not 0 <= broker_id <= 244:
+        raise SandboxError(f"sandbox broker ids go from 0 to 244, not {broker_id}")
+    return f"127.0.0.{10 + broker_id}"
+
+
+def load_state(directory: Path) -> SandboxState:
+    path = directory / STATE_FILE
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SandboxError(
+            f"no sandbox in {directory} (no {STATE_FILE}); run `remediate sandbox up`"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise SandboxError(f"{path}: cannot read: {exc}") from exc
+    brokers = [BrokerInfo(**b) for b in raw.pop("brokers")]
+    return SandboxState(brokers=brokers, **raw)
+
+
+def save_state(state: SandboxState) -> None:
+    path = Path(state.directory) / STATE_FILE
+    path.write_text(json.dumps(asdict(state), indent=2) + "\n")
+
+
+# -- process control ---------------------------------------------------------------------------
+
+
+def zookeeper_pid(directory: Path) -> int | None:
+    pid = process.read_pid(directory / "zookeeper" / "zookeeper.pid")
+    return pid if pid is not None and process.owns(pid, ZOOKEEPER_MARKER) else None
+
+
+def broker_dir(directory: Path, broker_id: int) -> Path:
+    return directory / f"broker-{broker_id}"
+
+
+def broker_pid(directory: Path, broker_id: int) -> int | None:
+    pid = process.read_pid(broker_dir(directory, broker_id) / "broker.pid")
+    marker = str(broker_dir(directory, broker_id) / "server.properties")
+    return pid if pid is not None and process.owns(pid, marker) else None
+
+
+def start_zookeeper(directory: Path, state: SandboxState) -> int:
+    pid = zookeeper_pid(directory)
+    if pid is not None:
+        return pid
+    zk_dir = directory / "zookeeper"
+    zkserver.write_config(zk_dir, state.zookeeper_host, state.zookeeper_port)
+    pid = zkserver.start(zk_dir, state.zookeeper_host, state.zookeeper_port)
+    (zk_dir / "zookeeper.pid").write_text(f"{pid}\n")
+    return pid
+
+
+def start_broker(
+    directory: Path, broker_id: int, *, wait: bool = False, timeout: float = 60.0
+) -> int:
+    """Start a broker process (no-op if it runs); optionally wait until it is registered."""
+    state = load_state(directory)
+    state.broker(broker_id)
+    pid = broker_pid(directory, broker_id)
+    if pid is None:
+        properties = broker_dir(directory, broker_id) / "server.properties"
+        pid = process.spawn_detached(
+            [sys.executable, "-m", BROKER_MARKER, str(properties)],
+            log_path=broker_dir(directory, broker_id) / "logs" / "kafkaServer.out",
+        )
+        (broker_dir(directory, broker_id) / "broker.pid").write_text(f"{pid}\n")
+    if wait:
+        wait_registered(state, [broker_id], timeout=timeout, pids={broker_id: pid})
+    return pid
+
+
+def stop_broker(directory: Path, broker_id: int, *, timeout: float = 60.0) -> bool:
+    """SIGTERM (controlled shutdown) and wait for the process to exit; True if it was running."""
+    load_state(directory).broker(broker_id)
+    pid = broker_pid(directory, broker_id)
+    if pid is None:
+        return False
+    marker = str(broker_dir(directory, broker_id) / "server.properties")
+    return process.terminate(pid, marker, timeout=timeout)
+
+
+def kill_broker(directory: Path, broker_id: int) -> bool:
+    """SIGKILL: no controlled shutdown, no checkpoints, the session expires on its own."""
+    pid = broker_pid(directory, broker_id)
+    if pid is None:
+        return False
+    return process.kill(pid, str(broker_dir(directory, broker_id) / "server.properties"))
+
+
+def zk_client(state: SandboxState, timeout: float = 10.0) -> KazooClient:
+    client = KazooClient(hosts=state.zk_connect, timeout=timeout)
+    client.start(timeout=timeout)
+    return client
+
+
+def wait_registered(
+    state: SandboxState,
+    broker_ids: list[int],
+    *,
+    timeout: float = 60.0,
+    pids: dict[int, int] | None = None,
+) -> None:
+    zk = zk_client(state)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            registered = (
+                {int(c) for c in zk.get_children(BROKER_IDS)} if zk.exists(BROKER_IDS) else set()
+            )
+            if set(broker_ids) <= registered and zk.exists(CONTROLLER):
+                return
+            for broker_id, pid in (pids or {}).items():
+                if not process.is_alive(pid):
+                    raise SandboxError(
+                        f"broker {broker_id} exited during startup; see"
+                        f" {broker_dir(Path(state.directory), broker_id) / 'logs'}"
+                    )
+            time.sleep(0.1)
+    finally:
+        zk.stop()
+        zk.close()
+    raise SandboxError(f"brokers {broker_ids} did not register within {timeout:.0f}s")
+
+
+# -- up / down / status ------------------------------------------------------------------------
+
+
+def up(
+    directory: Path,
+    *,
+    brokers: int = 3,
+    kafka_version: str = "2.8",
+    log_dirs_per_broker: int = 2,
+    ssh: bool = False,
+    properties: dict[str, str] | None = None,
+) -> SandboxState:
+    """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up."""
+    directory = directory.resolve()
+    if kafka_version not in KAFKA_VERSIONS:
+        raise SandboxError(f"--kafka-version must be one of {', '.join(KAFKA_VERSIONS)}")
+    if (directory / STATE_FILE).exists():
+        state = load_state(directory)
+    else:
+        if not 1 <= brokers <= 9:
+            raise SandboxError("a sandbox has between 1 and 9 brokers")
+        directory.mkdir(parents=True, exist_ok=True)
+        state = SandboxState(
+            directory=str(directory),
+            zookeeper_host="127.0.0.1",
+            zookeeper_port=zkserver.free_port("127.0.0.1"),
+            kafka_version=kafka_version,
+            ssh=ssh,
+        )
+        for broker_id in range(1, brokers + 1):
+            host = broker_host(broker_id)
+            root = broker_dir(directory, broker_id)
+            log_dirs = [str(root / f"data-{n}") for n in range(log_dirs_per_broker)]
+            state.brokers.append(BrokerInfo(broker_id, host, zkserver.free_port(host), log_dirs))
+            root.mkdir(parents=True, exist_ok=True)
+            settings = BrokerSettings(
+                broker_id=broker_id,
+                host=host,
+                port=state.brokers[-1].port,
+                log_dirs=tuple(Path(d) for d in log_dirs),
+                zookeeper_connect=state.zk_connect,
+                kafka_version=kafka_version,
+                properties=properties or {},
+            )
+            write_server_properties(root / "server.properties", settings)
+        save_state(state)
+    start_zookeeper(directory, state)
+    pids = {b.broker_id: start_broker(directory, b.broker_id) for b in state.brokers}
+    wait_registered(state, list(pids), pids=pids)
+    if ssh or state.ssh:
+        state.ssh = True
+        sshd.up(directory, state)
+        save_state(state)
+    write_cluster_yaml(directory, state)
+    return state
+
+
+def down(directory: Path) -> list[str]:
+    """Stop everything the sandbox started, by pid; return what was stopped."""
+    directory = directory.resolve()
+    state = load_state(directory)
+    stopped: list[str] = []
+    if state.ssh:
+        stopped += sshd.down(directory, state)
+    for broker in state.brokers:
+        if stop_broker(directory, broker.broker_id, timeout=20):
+            stopped.append(f"broker {broker.broker_id}")
+    pid = zookeeper_pid(directory)
+    if pid is not None and process.terminate(pid, ZOOKEEPER_MARKER, timeout=10):
+        stopped.append("zookeeper")
+    return stopped
+
+
+def status(directory: Path) -> dict[str, Any]:
+    directory = directory.resolve()
+    state = load_state(directory)
+    result: dict[str, Any] = {
+        "directory": str(directory),
+        "zookeeper": {"connect": state.zk_connect, "running": zookeeper_pid(directory) is not None},
+        "kafka_version": state.kafka_version,
+        "controller": None,
+        "brokers": [],
+    }
+    registered: set[int] = set()
+    if result["zookeeper"]["running"]:
+        zk = zk_client(state)
+        try:
+            registered = (
+                {int(c) for c in zk.get_children(BROKER_IDS)} if zk.exists(BROKER_IDS) else set()
+            )
+            if zk.exists(CONTROLLER):
+                result["controller"] = decode_controller(zk.get(CONTROLLER)[0]).broker_id
+        finally:
+            zk.stop()
+            zk.close()
+    for broker in state.brokers:
+        result["brokers"].append(
+            {
+                "id": broker.broker_id,
+                "listener": f"{broker.host}:{broker.port}",
+                "running": broker_pid(directory, broker.broker_id) is not None,
+                "registered": broker.broker_id in registered,
+                "log_dirs": broker.log_dirs,
+                **({"ssh": f"{broker.host}:{broker.ssh_port}"} if broker.ssh_port else {}),
+            }
+        )
+    return result
+
+
+# -- cluster.yaml ------------------------------------------------------------------------------
+
+
+def remediate_executable() -> str:
+    """The `remediate` script next to this interpreter (the project's virtualenv)."""
+    candidate = Path(sys.executable).parent / "remediate"
+    return str(candidate) if candidate.exists() else "remediate"
+
+
+def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
+    base = f"{shlex.quote(remediate_executable())} sandbox broker"
+    where = f"--dir {shlex.quote(str(directory))}"
+    brokers: list[dict[str, Any]] = []
+    for broker in state.brokers:
+        entry: dict[str, Any] = {
+            "id": broker.broker_id,
+            "host": broker.host,
+            "transport": "ssh" if state.ssh else "local",
+            "log_dirs": broker.log_dirs,
+        }
+        if state.ssh and broker.ssh_port:
+            entry["ssh_port"] = broker.ssh_port
+        brokers.append(entry)
+    document: dict[str, Any] = {
+        "cluster": f"sandbox-{directory.name}",
+        "zookeeper": {"connect": state.zk_connect, "session_timeout_s": 10},
+        "brokers": brokers,
+        "service": {
+            "stop": f"{base} stop --id {{broker_id}} {where}",
+            "start": f"{base} start --id {{broker_id}} {where}",
+            "status": f"{base} status --id {{broker_id}} {where}",
+        },
+        "min_insync_replicas_default": 1,
+        "backup_dir": str(directory / "backups"),
+        "journal_dir": str(directory / "journal"),
+        "spark": {"master": "local[2]"},
+    }
+    if state.ssh:
+        ssh_dir = directory / "ssh"
+        document["ssh"] = {
+            "user": "root",
+            "key_file": str(ssh_dir / "id_ed25519"),
+            "known_hosts": str(ssh_dir / "known_hosts"),
+        }
+    path = directory / "cluster.yaml"
+    header = "# Written by `remediate sandbox up`. See README.md, Configuration.\n"
+    path.write_text(header + yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def broker_settings(directory: Path, broker_id: int) -> BrokerSettings:
+    return read_server_properties(broker_dir(directory, broker_id) / "server.properties")

@@ -1,0 +1,358 @@
+"""`remediate sandbox reproduce`: the incident, step by step, on a running sandbox.
+
+1. create a topic through ZooKeeper without an id (the controller assigns id X);
+2. produce; 3. consume;
+4. add partitions the pre-2.8 way: the znode is rewritten as version 1 and X is dropped;
+5. produce and consume on every partition;
+6. controller failover: the new controller finds no id and mints Y;
+7. produce and consume still work (running brokers keep their roles);
+8. restart one broker: the mismatch is logged and the broker stays out of the ISR of every
+   old partition.
+
+Kafka 2.8 brokers write partition.metadata only when a LeaderAndIsr reaches a log that already
+exists (Partition.checkOrSetTopicId runs before the log is created), so a freshly created
+topic's replicas have no file until the next LeaderAndIsr. Long-lived topics always have had
+one; step 1 gives the new topic one with an ordinary controller move while the znode still
+holds X. Kafka 3.x brokers write the file when the log is created and need no such move.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from remediate.errors import FormatError, SandboxError
+from remediate.formats.logdir import (
+    PARTITION_METADATA,
+    parse_partition_metadata,
+    partition_dir_name,
+)
+from remediate.formats.znodes import decode_partition_state, partition_state_path
+from remediate.sandbox import admin, client
+from remediate.sandbox.cluster import (
+    SandboxState,
+    broker_dir,
+    broker_settings,
+    load_state,
+    start_broker,
+    stop_broker,
+    zk_client,
+)
+
+MISMATCH_MARKERS = (
+    "does not match the topic Id for partition",
+    "does not match the topic ID for partition",
+)
+
+
+@dataclass
+class Step:
+    number: str
+    title: str
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.number, "title": self.title, **self.facts}
+
+
+@dataclass
+class Reproduction:
+    topic: str
+    old_partitions: list[int]
+    new_partitions: list[int]
+    old_id: str = ""
+    new_id: str = ""
+    restarted_broker: int = -1
+    steps: list[Step] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "old_partitions": self.old_partitions,
+            "new_partitions": self.new_partitions,
+            "old_topic_id": self.old_id,
+            "new_topic_id": self.new_id,
+            "restarted_broker": self.restarted_broker,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+def replica_file_ids(state: SandboxState, topic: str) -> dict[tuple[int, int], str | None]:
+    """(broker, partition) -> the id in that replica's partition.metadata (None if absent)."""
+    ids: dict[tuple[int, int], str | None] = {}
+    for broker in state.brokers:
+        for log_dir in broker.log_dirs:
+            for entry in Path(log_dir).glob(f"{topic}-*"):
+                try:
+                    number = int(entry.name[len(topic) + 1 :])
+                except ValueError:
+                    continue
+                if entry.name != partition_dir_name(topic, number):
+                    continue
+                metadata = entry / PARTITION_METADATA
+                if not metadata.exists():
+                    ids[(broker.broker_id, number)] = None
+                    continue
+                try:
+                    ids[(broker.broker_id, number)] = str(
+                        parse_partition_metadata(
+                            metadata.read_bytes(), source=str(metadata)
+                        ).topic_id
+                    )
+                except FormatError:
+                    ids[(broker.broker_id, number)] = "<corrupt>"
+    return ids
+
+
+def partition_states(zk: KazooClient, topic: str, partitions: list[int]) -> dict[int, Any]:
+    states = {}
+    for p in partitions:
+        data, stat = zk.get(partition_state_path(topic, p))
+        states[p] = decode_partition_state(
+            data, source=partition_state_path(topic, p), zk_version=stat.version
+        )
+    return states
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise SandboxError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def mismatch_lines(directory: Path, broker_id: int) -> list[str]:
+    path = broker_dir(directory, broker_id) / "logs" / "state-change.log"
+    if not path.exists():
+        return []
+    return [
+        line for line in path.read_text().splitlines() if any(m in line for m in MISMATCH_MARKERS)
+    ]
+
+
+def _lag_seconds(directory: Path, broker_id: int) -> float:
+    return broker_settings(directory, broker_id).get_int("replica.lag.time.max.ms") / 1000.0
+
+
+def _produce_and_consume(zk: KazooClient, topic: str, count: int, prefix: str) -> dict[str, Any]:
+    report = client.produce(zk, topic, count=count, key_prefix=prefix, retries=10)
+    records, errors = client.consume(zk, topic)
+    consumed = {r.key for r in records}
+    lost = [a.key for a in report.acked if a.key not in consumed]
+    if errors or lost or len(report.acked) != count:
+        raise SandboxError(
+            f"produce/consume on {topic} failed: acked {len(report.acked)}/{count},"
+            f" errors {report.to_json()['errors']}, consume errors {errors}, lost {len(lost)}"
+        )
+    return {"produced": count, "acked": len(report.acked), "consumed": len(records)}
+
+
+class Incident:
+    """The eight steps, runnable one at a time (the tests assert after each)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        topic: str = "orders",
+        partitions: int = 3,
+        added: int = 3,
+        records: int = 100,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> None:
+        self.directory = directory.resolve()
+        self.state = load_state(self.directory)
+        self.records = records
+        self.replication = min(3, len(self.state.brokers))
+        self.on_step = on_step
+        self.result = Reproduction(
+            topic, list(range(partitions)), list(range(partitions, partitions + added))
+        )
+        self.zk = zk_client(self.state)
+
+    @property
+    def topic(self) -> str:
+        return self.result.topic
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+    def _done(self, step: Step) -> Step:
+        self.result.steps.append(step)
+        if self.on_step is not None:
+            self.on_step(step)
+        return step
+
+    def run(self) -> Reproduction:
+        for step in (
+            self.create_topic,
+            self.produce,
+            self.consume,
+            self.add_partitions_legacy,
+            self.produce_and_consume_all,
+            self.failover,
+            self.still_works,
+            self.restart_one_broker,
+        ):
+            step()
+        return self.result
+
+    def create_topic(self) -> Step:
+        """(1) A topic created through ZooKeeper without id; the controller assigns X."""
+        zk, topic = self.zk, self.topic
+        admin.create_topic(
+            zk,
+            topic,
+            len(self.result.old_partitions),
+            self.replication,
+            config={"min.insync.replicas": str(min(2, self.replication))},
+            legacy=True,
+        )
+        wait_for(
+            lambda: admin.read_topic(zk, topic)[0].topic_id is not None,
+            "the controller to assign a topic id",
+        )
+        assignment = admin.read_topic(zk, topic)[0]
+        self.result.old_id = str(assignment.topic_id)
+        step = Step(
+            "1", "create topic through ZooKeeper without id", {"zk_topic_id": self.result.old_id}
+        )
+        expected = {(b, p) for p, replicas in assignment.partitions.items() for b in replicas}
+
+        def all_files_written() -> bool:
+            ids = replica_file_ids(self.state, topic)
+            return all(ids.get(r) == self.result.old_id for r in expected)
+
+        wait_for(
+            lambda: set(replica_file_ids(self.state, topic)) >= expected,
+            f"every replica of {topic} to create its log",
+        )
+        if self.state.kafka_version == "2.8" and not all_files_written():
+            before, after = admin.failover_controller(zk)
+            step.facts["controller_move"] = {
+                "from": before.broker_id,
+                "to": after.broker_id,
+                "epoch": after.epoch,
+            }
+        wait_for(all_files_written, f"every replica of {topic} to write partition.metadata")
+        step.facts["replica_files"] = "all hold the topic id"
+        return self._done(step)
+
+    def produce(self) -> Step:
+        """(2) acks=all produce works."""
+        report = client.produce(
+            self.zk, self.topic, count=self.records, key_prefix="step2", retries=10
+        )
+        if len(report.acked) != self.records:
+            raise SandboxError(f"step 2: {len(report.acked)} of {self.records} records acked")
+        return self._done(Step("2", "produce", {"acked": len(report.acked)}))
+
+    def consume(self) -> Step:
+        """(3) Everything produced is consumed."""
+        consumed, errors = client.consume(self.zk, self.topic)
+        if errors or len(consumed) < self.records:
+            raise SandboxError(f"step 3: consumed {len(consumed)} records, errors {errors}")
+        return self._done(Step("3", "consume", {"consumed": len(consumed)}))
+
+    def add_partitions_legacy(self) -> Step:
+        """(4) Kafka 1.0's add-partitions: a version-1 znode without topic_id."""
+        total = len(self.result.old_partitions) + len(self.result.new_partitions)
+        admin.add_partitions(self.zk, self.topic, total, legacy=True)
+        assignment, _ = admin.read_topic(self.zk, self.topic)
+        wait_for(
+            lambda: all(
+                self.zk.exists(partition_state_path(self.topic, p))
+                for p in self.result.new_partitions
+            ),
+            "the controller to create the new partitions",
+        )
+        return self._done(
+            Step(
+                "4",
+                "add partitions the pre-2.8 way (znode version 1, topic_id dropped)",
+                {"znode_version": assignment.version, "zk_topic_id": None, "partitions": total},
+            )
+        )
+
+    def produce_and_consume_all(self) -> Step:
+        """(5) Produce and consume on every partition, old and new."""
+        facts = _produce_and_consume(self.zk, self.topic, self.records, "step5")
+        return self._done(Step("5", "produce and consume on every partition", facts))
+
+    def failover(self) -> Step:
+        """(6) Controller failover: the new controller finds no id and mints Y."""
+        before, after = admin.failover_controller(self.zk)
+        wait_for(
+            lambda: admin.read_topic(self.zk, self.topic)[0].topic_id is not None,
+            "the new controller to assign an id",
+        )
+        self.result.new_id = str(admin.read_topic(self.zk, self.topic)[0].topic_id)
+        facts = {
+            "controller_from": before.broker_id,
+            "controller_to": after.broker_id,
+            "controller_epoch": after.epoch,
+            "zk_topic_id": self.result.new_id,
+        }
+        return self._done(Step("6", "controller failover", facts))
+
+    def still_works(self) -> Step:
+        """(7) Running brokers keep their roles: produce and consume still work."""
+        facts = _produce_and_consume(self.zk, self.topic, self.records, "step7")
+        return self._done(Step("7", "produce and consume still work", facts))
+
+    def restart_one_broker(self) -> Step:
+        """(8) Restart a broker that leads an old partition and is not the controller."""
+        zk, topic, old = self.zk, self.topic, self.result.old_partitions
+        controller = admin.current_controller(zk)
+        states = partition_states(zk, topic, old)
+        leaders = sorted(
+            {
+                s.leader
+                for s in states.values()
+                if s.leader >= 0 and (controller is None or s.leader != controller.broker_id)
+            }
+        )
+        broker_id = leaders[0] if leaders else self.state.brokers[0].broker_id
+        self.result.restarted_broker = broker_id
+        stop_broker(self.directory, broker_id)
+        start_broker(self.directory, broker_id, wait=True)
+
+        def out_of_isr_everywhere() -> bool:
+            return all(broker_id not in s.isr for s in partition_states(zk, topic, old).values())
+
+        wait_for(out_of_isr_everywhere, f"broker {broker_id} to be out of every old ISR")
+        # It must stay out: give a healthy follower more than replica.lag.time.max.ms to rejoin.
+        time.sleep(_lag_seconds(self.directory, broker_id) * 1.5)
+        if not out_of_isr_everywhere():
+            raise SandboxError(f"broker {broker_id} rejoined the ISR of an old partition")
+        lines = mismatch_lines(self.directory, broker_id)
+        if not lines:
+            raise SandboxError(f"broker {broker_id} logged no topic id mismatch")
+        facts = {
+            "broker": broker_id,
+            "mismatch_log_lines": len(lines),
+            "example": lines[0],
+            "out_of_isr": [f"{topic}-{p}" for p in old],
+        }
+        return self._done(Step("8", "restart one broker", facts))
+
+
+def reproduce(
+    directory: Path,
+    *,
+    topic: str = "orders",
+    on_step: Callable[[Step], None] | None = None,
+) -> Reproduction:
+    incident = Incident(directory, topic=topic, on_step=on_step)
+    try:
+        return incident.run()
+    finally:
+        incident.close()

@@ -1,0 +1,120 @@
+"""One OpenSSH server per sandbox broker, on the broker's own loopback address.
+
+`sandbox up --ssh` generates a host key per broker, one client key and a known_hosts file
+listing every broker's host key, so that the tool connects with strict host-key checking as
+it would to real brokers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from remediate.errors import SandboxError
+from remediate.sandbox import process, zkserver
+
+if TYPE_CHECKING:
+    from remediate.sandbox.cluster import SandboxState
+
+SSHD = Path("/usr/sbin/sshd")
+PRIVSEP_DIR = Path("/run/sshd")
+
+
+def _keygen(path: Path, comment: str) -> None:
+    if path.exists():
+        return
+    ssh_keygen = shutil.which("ssh-keygen")
+    if ssh_keygen is None:
+        raise SandboxError(
+            "ssh-keygen is missing: run `make setup` or `apt-get install openssh-client`"
+        )
+    subprocess.run(
+        [ssh_keygen, "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+
+
+def _config(ssh_dir: Path, broker_id: int, host: str, port: int) -> Path:
+    path = ssh_dir / f"sshd-{broker_id}.conf"
+    path.write_text(
+        "\n".join(
+            [
+                f"ListenAddress {host}:{port}",
+                f"HostKey {ssh_dir / f'host-{broker_id}_ed25519'}",
+                f"PidFile {ssh_dir / f'sshd-{broker_id}.pid'}",
+                f"AuthorizedKeysFile {ssh_dir / 'authorized_keys'}",
+                "PermitRootLogin prohibit-password",
+                "PubkeyAuthentication yes",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "UsePAM no",
+                "StrictModes no",
+                "PrintMotd no",
+                "X11Forwarding no",
+                "AllowTcpForwarding no",
+                "LogLevel INFO",
+                "",
+            ]
+        )
+    )
+    return path
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5) as sock:
+            return sock.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def up(directory: Path, state: SandboxState) -> None:
+    if not SSHD.exists():
+        raise SandboxError(
+            f"{SSHD} is missing: run `make setup` or `apt-get install openssh-server`"
+        )
+    ssh_dir = directory / "ssh"
+    ssh_dir.mkdir(mode=0o700, exist_ok=True)
+    PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
+    _keygen(ssh_dir / "id_ed25519", "remediate-sandbox-client")
+    authorized = ssh_dir / "authorized_keys"
+    authorized.write_text((ssh_dir / "id_ed25519.pub").read_text())
+    os.chmod(authorized, 0o600)
+    known_hosts: list[str] = []
+    for broker in state.brokers:
+        _keygen(ssh_dir / f"host-{broker.broker_id}_ed25519", f"sandbox-broker-{broker.broker_id}")
+        if broker.ssh_port is None:
+            broker.ssh_port = zkserver.free_port(broker.host)
+        config = _config(ssh_dir, broker.broker_id, broker.host, broker.ssh_port)
+        key_type, key, *_ = (ssh_dir / f"host-{broker.broker_id}_ed25519.pub").read_text().split()
+        known_hosts.append(f"[{broker.host}]:{broker.ssh_port} {key_type} {key}")
+        if not _listening(broker.host, broker.ssh_port):
+            subprocess.run(
+                [str(SSHD), "-f", str(config), "-E", str(ssh_dir / f"sshd-{broker.broker_id}.log")],
+                check=True,
+                capture_output=True,
+            )
+        deadline = time.monotonic() + 15
+        while not _listening(broker.host, broker.ssh_port):
+            if time.monotonic() > deadline:
+                log = ssh_dir / f"sshd-{broker.broker_id}.log"
+                raise SandboxError(f"sshd for broker {broker.broker_id} did not start; see {log}")
+            time.sleep(0.1)
+    (ssh_dir / "known_hosts").write_text("\n".join(known_hosts) + "\n")
+
+
+def down(directory: Path, state: SandboxState) -> list[str]:
+    ssh_dir = directory / "ssh"
+    stopped = []
+    for broker in state.brokers:
+        pid = process.read_pid(ssh_dir / f"sshd-{broker.broker_id}.pid")
+        marker = str(ssh_dir / f"sshd-{broker.broker_id}.conf")
+        if pid is not None and process.terminate(pid, marker, timeout=5):
+            stopped.append(f"sshd {broker.broker_id}")
+    return stopped
