@@ -6,6 +6,7 @@ test sees an ISR shrink or a session expiry in seconds rather than half a minute
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from remediate.formats.javanum import parse_java_int
 from remediate.formats.properties import dump_properties, load_properties
 
 KAFKA_VERSIONS = ("2.8", "3.4")
+_IBP = re.compile(r"([0-9]+)\.([0-9]+)")
 
 # Sandbox values for Kafka settings, with Kafka's own default in the comment.
 SANDBOX_DEFAULTS: dict[str, str] = {
@@ -57,25 +59,31 @@ class BrokerSettings:
 
     @property
     def uses_topic_ids(self) -> bool:
-        """IBP >= 2.8-IV0: the controller assigns topic ids and sends them in LeaderAndIsr."""
-        major, _, rest = self.get("inter.broker.protocol.version").partition(".")
-        minor = rest.split("-")[0]
-        try:
-            return (int(major), int(minor)) >= (2, 8)
-        except ValueError:
+        """IBP >= 2.8-IV0: the controller assigns topic ids and sends them in LeaderAndIsr.
+
+        Only major.minor matters, as in Kafka's ApiVersion: "0.10.2", "2.7.1" and "2.7-IV2"
+        are all before 2.8. A value that does not start with major.minor counts as 2.8+.
+        """
+        match = _IBP.match(self.get("inter.broker.protocol.version").strip())
+        if match is None:
             return True
+        return (int(match[1]), int(match[2])) >= (2, 8)
 
 
 def write_server_properties(path: Path, settings: BrokerSettings) -> None:
-    values = {
+    """Write `settings`; its fields win over the same keys in `properties`.
+
+    `read_server_properties` keeps every key in `properties` (broker.id and listeners too),
+    so a setting read, changed with dataclasses.replace and written again keeps the change.
+    """
+    fields = {
         "broker.id": str(settings.broker_id),
         "listeners": f"PLAINTEXT://{settings.host}:{settings.port}",
         "log.dirs": ",".join(str(d) for d in settings.log_dirs),
         "zookeeper.connect": settings.zookeeper_connect,
         "sandbox.kafka.version": settings.kafka_version,
-        **SANDBOX_DEFAULTS,
-        **settings.properties,
     }
+    values = {**fields, **SANDBOX_DEFAULTS, **settings.properties, **fields}
     path.write_bytes(dump_properties(values))
 
 

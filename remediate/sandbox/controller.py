@@ -393,6 +393,13 @@ class Controller:
             live_replicas = [r for r in ctx.assignments[tp] if r in ctx.live]
             batch.add(live_replicas, tp, state)
         batch.send()
+        # ... and OfflineReplica for replicas on dead brokers: out of the ISR (leader -1 if
+        # they led; the last ISR member stays).
+        dead = sorted(
+            {r for replicas in ctx.assignments.values() for r in replicas} - set(ctx.live)
+        )
+        for broker_id in dead:
+            self._remove_replica_from_isr(broker_id, ctx.partitions_on(broker_id))
         # partitionStateMachine.startup(): elect leaders where the leader is not live.
         self._elect_offline_partitions()
         new_partitions = [tp for tp in ctx.assignments if tp not in ctx.states]

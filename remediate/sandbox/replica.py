@@ -32,7 +32,13 @@ from remediate.formats.logdir import (
 from remediate.formats.topic_id import TopicId, parse_topic_id
 from remediate.sandbox import wire
 from remediate.sandbox.kafkalog import STATE_CHANGE_LOGGER
-from remediate.sandbox.storage import UNDEFINED_EPOCH, PartitionLog, Record, write_atomically
+from remediate.sandbox.storage import (
+    UNDEFINED_EPOCH,
+    UNDEFINED_OFFSET,
+    PartitionLog,
+    Record,
+    write_atomically,
+)
 
 TopicPartition = tuple[str, int]
 log = logging.getLogger("kafka.server.ReplicaManager")
@@ -242,9 +248,19 @@ class ReplicaManager:
             for state in request["partitions"]:
                 tp = (state["topic"], state["partition"])
                 partition = self.partitions.setdefault(tp, Partition(tp[0], tp[1]))
-                if tp in self.logs and self.logs[tp].dir.parent in {
-                    d.path for d in self.log_dirs if d.offline
-                }:
+                if (
+                    tp not in self.logs
+                    and not state.get("is_new", False)
+                    and any(d.offline for d in self.log_dirs)
+                ):
+                    # LogManager.getOrCreateLog: with a log dir offline, only a brand-new
+                    # partition may get a log; this one may well live in the offline dir.
+                    state_change_log.warning(
+                        "[Broker id=%d] Ignoring LeaderAndIsr request for partition %s as the"
+                        " local replica for the partition is in an offline log directory",
+                        self.broker_id,
+                        partition.name,
+                    )
                     errors.append([tp[0], tp[1], wire.KAFKA_STORAGE_ERROR])
                     continue
                 request_id = topic_ids.get(tp[0])
@@ -845,9 +861,9 @@ class FetcherThread(threading.Thread):
         if not states:
             self._stopped.wait(0.1)
             return True
-        for tp, (leo, epoch, latest_epoch, high_watermark) in states.items():
+        for tp, (_leo, epoch, _latest, high_watermark) in states.items():
             if self.partitions.get(tp):
-                self._truncate(tp, leo, epoch, latest_epoch, high_watermark)
+                self._truncate(tp, epoch, high_watermark)
         with self.replicas.lock:
             states = {
                 tp: state
@@ -881,38 +897,50 @@ class FetcherThread(threading.Thread):
                 healthy = False
         return healthy
 
-    def _truncate(
-        self,
-        tp: TopicPartition,
-        leo: int,
-        epoch: int,
-        latest_epoch: int | None,
-        high_watermark: int,
-    ) -> None:
-        if latest_epoch is None:
-            # No leader-epoch-checkpoint: truncate to the high watermark (Kafka does the same).
-            self.replicas.truncate_follower(tp, epoch, high_watermark)
-            self.partitions[tp] = False
-            return
-        response = self._connection.call(
-            {
-                "api": "OffsetsForLeaderEpoch",
-                "partitions": [{"topic": tp[0], "partition": tp[1], "leader_epoch": latest_epoch}],
-            }
-        )
-        result = response["partitions"][0]
-        if result["error"] != wire.NONE:
-            return
-        if result["leader_epoch"] == UNDEFINED_EPOCH:
-            offset = high_watermark
-        elif result["leader_epoch"] == latest_epoch:
-            offset = min(result["end_offset"], leo)
-        else:
+    def _truncate(self, tp: TopicPartition, epoch: int, high_watermark: int) -> None:
+        """Truncate a new follower's log before fetching (AbstractFetcherThread.maybeTruncate).
+
+        Without leader epochs the follower truncates to its high watermark. Otherwise it asks
+        the leader where its latest epoch ended; when the leader answers with an epoch the
+        follower does not have, it truncates to where its own nearest epoch ended and asks
+        again, as Kafka does, until both agree.
+        """
+        for _ in range(16):
             with self.replicas.lock:
                 partition = self.replicas.partitions.get(tp)
-                if partition is None or partition.log is None:
+                if partition is None or partition.log is None or partition.leader_epoch != epoch:
                     return
-                _, own_end = partition.log.epochs.end_offset_for(result["leader_epoch"], leo)
-            offset = min(result["end_offset"], own_end)
+                leo = partition.log.log_end_offset
+                latest = partition.log.epochs.latest_epoch
+            if latest is None:
+                self._finish_truncation(tp, epoch, high_watermark)
+                return
+            response = self._connection.call(
+                {
+                    "api": "OffsetsForLeaderEpoch",
+                    "partitions": [{"topic": tp[0], "partition": tp[1], "leader_epoch": latest}],
+                }
+            )
+            result = response["partitions"][0]
+            if result["error"] != wire.NONE:
+                return
+            leader_epoch, leader_end = result["leader_epoch"], result["end_offset"]
+            if leader_end == UNDEFINED_OFFSET:
+                self._finish_truncation(tp, epoch, high_watermark)
+                return
+            with self.replicas.lock:
+                own_epoch, own_end = partition.log.epochs.end_offset_for(leader_epoch, leo)
+            if own_epoch == UNDEFINED_EPOCH:
+                self._finish_truncation(tp, epoch, min(leader_end, leo))
+                return
+            if own_epoch != leader_epoch:
+                self.replicas.truncate_follower(tp, epoch, min(own_end, leo))
+                continue
+            self._finish_truncation(tp, epoch, min(own_end, leader_end, leo))
+            return
+
+    def _finish_truncation(self, tp: TopicPartition, epoch: int, offset: int) -> None:
         self.replicas.truncate_follower(tp, epoch, offset)
-        self.partitions[tp] = False
+        with self.replicas.lock:
+            if tp in self.partitions:
+                self.partitions[tp] = False

@@ -141,8 +141,11 @@ def _lag_seconds(directory: Path, broker_id: int) -> float:
     return broker_settings(directory, broker_id).get_int("replica.lag.time.max.ms") / 1000.0
 
 
-def _produce_and_consume(zk: KazooClient, topic: str, count: int, prefix: str) -> dict[str, Any]:
+def _produce_and_consume(
+    zk: KazooClient, topic: str, count: int, prefix: str, acked: list[client.Acked]
+) -> dict[str, Any]:
     report = client.produce(zk, topic, count=count, key_prefix=prefix, retries=10)
+    acked += report.acked
     records, errors = client.consume(zk, topic)
     consumed = {r.key for r in records}
     lost = [a.key for a in report.acked if a.key not in consumed]
@@ -176,6 +179,7 @@ class Incident:
             topic, list(range(partitions)), list(range(partitions, partitions + added))
         )
         self.zk = zk_client(self.state)
+        self.acked: list[client.Acked] = []
 
     @property
     def topic(self) -> str:
@@ -251,6 +255,7 @@ class Incident:
         report = client.produce(
             self.zk, self.topic, count=self.records, key_prefix="step2", retries=10
         )
+        self.acked += report.acked
         if len(report.acked) != self.records:
             raise SandboxError(f"step 2: {len(report.acked)} of {self.records} records acked")
         return self._done(Step("2", "produce", {"acked": len(report.acked)}))
@@ -284,7 +289,7 @@ class Incident:
 
     def produce_and_consume_all(self) -> Step:
         """(5) Produce and consume on every partition, old and new."""
-        facts = _produce_and_consume(self.zk, self.topic, self.records, "step5")
+        facts = _produce_and_consume(self.zk, self.topic, self.records, "step5", self.acked)
         return self._done(Step("5", "produce and consume on every partition", facts))
 
     def failover(self) -> Step:
@@ -305,7 +310,7 @@ class Incident:
 
     def still_works(self) -> Step:
         """(7) Running brokers keep their roles: produce and consume still work."""
-        facts = _produce_and_consume(self.zk, self.topic, self.records, "step7")
+        facts = _produce_and_consume(self.zk, self.topic, self.records, "step7", self.acked)
         return self._done(Step("7", "produce and consume still work", facts))
 
     def restart_one_broker(self) -> Step:

@@ -101,9 +101,9 @@ def _decode_records(body: bytes, count: int) -> list[tuple[str | None, str]]:
 class LeaderEpochCache:
     """Epoch -> start offset, persisted to leader-epoch-checkpoint on every change.
 
-    Follows kafka.server.epoch.LeaderEpochFileCache: entries only grow in epoch and offset,
-    truncation from the end drops entries at or past the new end, and the end offset of an
-    epoch is the start offset of the next higher one.
+    Follows kafka.server.epoch.LeaderEpochFileCache (2.8.2): entries stay strictly increasing
+    in epoch and start offset, truncation from the end drops entries at or past the new end,
+    and OffsetsForLeaderEpoch answers with the start offset of the next higher epoch.
     """
 
     def __init__(self, path: Path, entries: list[EpochEntry]) -> None:
@@ -123,10 +123,16 @@ class LeaderEpochCache:
         return self.entries[-1].epoch if self.entries else None
 
     def assign(self, epoch: int, start_offset: int) -> None:
-        if self.entries and epoch <= self.entries[-1].epoch:
-            return
-        # A later epoch never starts before an earlier one: drop entries that would.
-        self.entries = [e for e in self.entries if e.start_offset < start_offset]
+        """Record that `epoch` starts at `start_offset`; entries it contradicts are dropped."""
+        if self.entries:
+            latest = self.entries[-1]
+            if epoch == latest.epoch and start_offset >= latest.start_offset:
+                return
+        # maybeTruncateNonMonotonicEntries: drop from the end what is not below the new entry.
+        while self.entries and (
+            self.entries[-1].epoch >= epoch or self.entries[-1].start_offset >= start_offset
+        ):
+            self.entries.pop()
         self.entries.append(EpochEntry(epoch, start_offset))
         self.flush()
 
@@ -137,17 +143,19 @@ class LeaderEpochCache:
             self.flush()
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """(largest epoch <= `epoch`, the offset where it ended), as OffsetsForLeaderEpoch."""
-        if not self.entries or epoch < self.entries[0].epoch:
+        """OffsetsForLeaderEpoch: (epoch found, offset where the requested epoch ended)."""
+        if epoch == UNDEFINED_EPOCH or not self.entries:
             return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        if epoch >= self.entries[-1].epoch:
-            return self.entries[-1].epoch, log_end_offset
-        found = self.entries[0]
-        for entry in self.entries:
-            if entry.epoch > epoch:
-                return found.epoch, entry.start_offset
-            found = entry
-        return found.epoch, log_end_offset  # pragma: no cover - covered by the branch above
+        if epoch == self.entries[-1].epoch:
+            return epoch, log_end_offset
+        higher = next((e for e in self.entries if e.epoch > epoch), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        floor = [e for e in self.entries if e.epoch <= epoch]
+        if not floor:
+            # Older than anything kept: answer with the first known start offset.
+            return epoch, higher.start_offset
+        return floor[-1].epoch, higher.start_offset
 
     def flush(self) -> None:
         write_atomically(self._path, encode_leader_epoch_checkpoint(self.entries))
@@ -244,14 +252,26 @@ class PartitionLog:
             return base
 
     def append_replicated(self, records: list[Record]) -> None:
-        """Append as follower: keep the leader's offsets and epochs."""
+        """Append as follower: keep the leader's offsets and epochs.
+
+        Records that do not continue the log without a gap are refused before anything is
+        written, so a refused fetch leaves the log as it was.
+        """
         with self.lock:
-            for group in _group_by_epoch(records):
-                if group[0].offset != self.log_end_offset:
-                    raise ValueError(
-                        f"{self.topic}-{self.partition}: fetched offset {group[0].offset}"
-                        f" does not follow log end {self.log_end_offset}"
+            expected = self.log_end_offset
+            for record in records:
+                if record.offset != expected:
+                    follows = (
+                        f"log end {expected}"
+                        if expected == self.log_end_offset
+                        else f"offset {expected - 1}"
                     )
+                    raise ValueError(
+                        f"{self.topic}-{self.partition}: fetched offset {record.offset}"
+                        f" does not follow {follows}"
+                    )
+                expected += 1
+            for group in _group_by_epoch(records):
                 self._write_batch(
                     group[0].offset, group[0].leader_epoch, [(r.key, r.value) for r in group]
                 )

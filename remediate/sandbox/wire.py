@@ -71,9 +71,13 @@ def read_frame(sock: socket.socket) -> Message:
     return value
 
 
-def write_frame(sock: socket.socket, message: Message) -> None:
+def _encode_frame(message: Message) -> bytes:
     data = json.dumps(message, separators=(",", ":")).encode("utf-8")
-    sock.sendall(_LENGTH.pack(len(data)) + data)
+    return _LENGTH.pack(len(data)) + data
+
+
+def write_frame(sock: socket.socket, message: Message) -> None:
+    sock.sendall(_encode_frame(message))
 
 
 class Connection:
@@ -141,14 +145,14 @@ def serve(host: str, port: int, handler: Handler) -> socketserver.ThreadingTCPSe
                 except (OSError, ValueError, WireError):
                     return
                 try:
-                    response = handler(request)
+                    # A response that cannot be encoded is the handler's failure too.
+                    frame = _encode_frame(handler(request))
                 except Exception as exc:
-                    response = {
-                        "error": UNKNOWN_SERVER_ERROR,
-                        "message": f"{type(exc).__name__}: {exc}",
-                    }
+                    frame = _encode_frame(
+                        {"error": UNKNOWN_SERVER_ERROR, "message": f"{type(exc).__name__}: {exc}"}
+                    )
                 try:
-                    write_frame(sock, response)
+                    sock.sendall(frame)
                 except OSError:
                     return
 

@@ -1,0 +1,109 @@
+"""Reading a sandbox's ZooKeeper and log dirs the way the tests assert on them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from remediate.formats.logdir import LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA
+from remediate.formats.znodes import PartitionState
+from remediate.sandbox import client, cluster
+from remediate.sandbox.reproduce import partition_states
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0, interval: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return condition()
+
+
+def states(zk: KazooClient, topic: str, partitions: list[int]) -> dict[int, PartitionState]:
+    return partition_states(zk, topic, partitions)
+
+
+def replica_dirs(state: cluster.SandboxState, topic: str, partition: int) -> dict[int, Path]:
+    """broker id -> the replica's directory, for every broker that has one."""
+    found: dict[int, Path] = {}
+    for broker in state.brokers:
+        for log_dir in broker.log_dirs:
+            candidate = Path(log_dir) / f"{topic}-{partition}"
+            if candidate.is_dir():
+                found[broker.broker_id] = candidate
+    return found
+
+
+def delete_metadata_files(
+    state: cluster.SandboxState, broker_id: int, topic: str, partitions: list[int]
+) -> list[Path]:
+    """The manual repair: partition.metadata and leader-epoch-checkpoint of the given partitions."""
+    deleted = []
+    for partition in partitions:
+        directory = replica_dirs(state, topic, partition).get(broker_id)
+        if directory is None:
+            continue
+        for name in (PARTITION_METADATA, LEADER_EPOCH_CHECKPOINT):
+            path = directory / name
+            if path.exists():
+                path.unlink()
+                deleted.append(path)
+    return deleted
+
+
+@dataclass
+class BackgroundProducer:
+    """acks=all producer on its own thread, round-robin over the partitions, until stopped."""
+
+    state: cluster.SandboxState
+    topic: str
+    partitions: int
+    prefix: str = "bg"
+    acked: list[client.Acked] = field(default_factory=list)
+    errors: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def __enter__(self) -> BackgroundProducer:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        zk = cluster.zk_client(self.state)
+        producer = client.Producer(zk, timeout_ms=2000)
+        number = 0
+        try:
+            while not self._stop.is_set():
+                key = f"{self.prefix}-{number}"
+                partition = number % self.partitions
+                number += 1
+                offset, error = producer.send(self.topic, partition, [(key, "value")])
+                if error is None and offset is not None:
+                    self.acked.append(client.Acked(partition, offset, key))
+                else:
+                    self.errors += 1
+                    time.sleep(0.05)
+        finally:
+            producer.close()
+            zk.stop()
+            zk.close()
+
+
+def lost_records(zk: KazooClient, topic: str, acked: list[client.Acked]) -> list[client.Acked]:
+    """Acknowledged records that a full read of the topic does not return."""
+    records, errors = client.consume(zk, topic, timeout=30)
+    assert not errors, f"consume errors: {errors}"
+    consumed = {(r.partition, r.offset, r.key) for r in records}
+    return [a for a in acked if (a.partition, a.offset, a.key) not in consumed]

@@ -1,0 +1,214 @@
+"""The incident, one test per step, against a real ZooKeeper and real broker processes.
+
+Each test runs the steps up to its own (once, in order, on one module-wide sandbox) and then
+asserts the ZooKeeper and on-disk state that reference/kafka-zk.md predicts for Kafka 2.8.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remediate.formats.logdir import (
+    LEADER_EPOCH_CHECKPOINT,
+    META_PROPERTIES,
+    PARTITION_METADATA,
+    encode_partition_metadata,
+    parse_leader_epoch_checkpoint,
+    parse_meta_properties,
+)
+from remediate.formats.topic_id import parse_topic_id
+from remediate.formats.znodes import (
+    CLUSTER_ID,
+    decode_cluster_id,
+    decode_topic_config,
+    topic_config_path,
+    topic_path,
+)
+from remediate.sandbox import admin, client, cluster
+from remediate.sandbox.reproduce import Incident, mismatch_lines, replica_file_ids
+from tests.sandbox.helpers import states, wait_until
+
+pytestmark = pytest.mark.slow
+
+TOPIC = "orders"
+LINE_2_8 = re.compile(
+    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] ERROR \[Broker id=(\d+)\] Topic Id in memory: "
+    r"([A-Za-z0-9_-]{22}) does not match the topic Id for partition orders-(\d+) provided in the "
+    r"request: ([A-Za-z0-9_-]{22})\. \(state\.change\.logger\)$"
+)
+
+
+class Steps:
+    def __init__(self, incident: Incident) -> None:
+        self.incident = incident
+        self.done = 0
+        self.methods = [
+            incident.create_topic,
+            incident.produce,
+            incident.consume,
+            incident.add_partitions_legacy,
+            incident.produce_and_consume_all,
+            incident.failover,
+            incident.still_works,
+            incident.restart_one_broker,
+        ]
+
+    def upto(self, number: int) -> Incident:
+        while self.done < number:
+            self.methods[self.done]()
+            self.done += 1
+        return self.incident
+
+
+@pytest.fixture(scope="module")
+def steps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Steps]:
+    directory = tmp_path_factory.mktemp("incident") / "sandbox"
+    cluster.up(directory)
+    incident = Incident(directory, topic=TOPIC)
+    try:
+        yield Steps(incident)
+    finally:
+        incident.close()
+        cluster.down(directory)
+
+
+def raw_topic_znode(incident: Incident) -> dict[str, object]:
+    data, _ = incident.zk.get(topic_path(TOPIC))
+    return json.loads(data)  # type: ignore[no-any-return]
+
+
+def file_bytes(incident: Incident, broker: int, partition: int, name: str) -> bytes | None:
+    for log_dir in incident.state.broker(broker).log_dirs:
+        path = Path(log_dir) / f"{TOPIC}-{partition}" / name
+        if path.exists():
+            return path.read_bytes()
+    return None
+
+
+def test_step1_topic_gets_an_id_in_zookeeper_and_in_every_replica(steps: Steps) -> None:
+    incident = steps.upto(1)
+    znode = raw_topic_znode(incident)
+    assert znode["version"] == 3
+    topic_id = parse_topic_id(str(znode["topic_id"]), source="test")
+    assert str(topic_id) == incident.result.old_id
+    assert znode["partitions"] == {"0": [1, 2, 3], "1": [2, 3, 1], "2": [3, 1, 2]}
+    config = decode_topic_config(incident.zk.get(topic_config_path(TOPIC))[0], source="config")
+    assert config == {"min.insync.replicas": "2"}
+    for partition, state in states(incident.zk, TOPIC, [0, 1, 2]).items():
+        assert state.leader == znode["partitions"][str(partition)][0]  # type: ignore[index]
+        assert sorted(state.isr) == [1, 2, 3]
+    expected = encode_partition_metadata(topic_id)
+    cluster_id = decode_cluster_id(incident.zk.get(CLUSTER_ID)[0])
+    for broker in (1, 2, 3):
+        for partition in (0, 1, 2):
+            assert file_bytes(incident, broker, partition, PARTITION_METADATA) == expected
+        for log_dir in incident.state.broker(broker).log_dirs:
+            meta = parse_meta_properties(
+                (Path(log_dir) / META_PROPERTIES).read_bytes(), source=log_dir
+            )
+            assert (meta.broker_id, meta.cluster_id) == (broker, cluster_id)
+
+
+def test_step2_acks_all_produce_is_replicated_to_every_replica(steps: Steps) -> None:
+    incident = steps.upto(2)
+    assert len(incident.acked) == incident.records
+    for partition in (0, 1, 2):
+        leader = states(incident.zk, TOPIC, [partition])[partition].leader
+        epochs = parse_leader_epoch_checkpoint(
+            file_bytes(incident, leader, partition, LEADER_EPOCH_CHECKPOINT) or b"", source="leader"
+        )
+        assert epochs and epochs[0].start_offset == 0
+
+
+def test_step3_consumer_reads_every_acknowledged_record(steps: Steps) -> None:
+    incident = steps.upto(3)
+    records, errors = client.consume(incident.zk, TOPIC)
+    assert errors == {}
+    assert {a.key for a in incident.acked} <= {r.key for r in records}
+
+
+def test_step4_legacy_add_partitions_drops_the_topic_id(steps: Steps) -> None:
+    incident = steps.upto(4)
+    znode = raw_topic_znode(incident)
+    assert znode == {
+        "version": 1,
+        "partitions": {
+            "0": [1, 2, 3],
+            "1": [2, 3, 1],
+            "2": [3, 1, 2],
+            "3": [1, 3, 2],
+            "4": [2, 1, 3],
+            "5": [3, 2, 1],
+        },
+    }
+    new_states = states(incident.zk, TOPIC, [3, 4, 5])
+    assert all(sorted(s.isr) == [1, 2, 3] for s in new_states.values())
+    ids = replica_file_ids(incident.state, TOPIC)
+    # The old replicas keep X; Kafka 2.8 creates the new logs without a file.
+    assert {ids[(b, p)] for b in (1, 2, 3) for p in (0, 1, 2)} == {incident.result.old_id}
+    assert {ids[(b, p)] for b in (1, 2, 3) for p in (3, 4, 5)} == {None}
+
+
+def test_step5_every_partition_serves_produce_and_consume(steps: Steps) -> None:
+    incident = steps.upto(5)
+    assert incident.result.steps[-1].facts["acked"] == incident.records
+    produced_to = {a.partition for a in incident.acked}
+    assert produced_to == {0, 1, 2, 3, 4, 5}
+
+
+def test_step6_failover_mints_a_new_id_that_old_replicas_refuse(steps: Steps) -> None:
+    incident = steps.upto(6)
+    znode = raw_topic_znode(incident)
+    assert znode["version"] == 3
+    assert znode["topic_id"] == incident.result.new_id != incident.result.old_id
+    ids = replica_file_ids(incident.state, TOPIC)
+    assert {ids[(b, p)] for b in (1, 2, 3) for p in (0, 1, 2)} == {incident.result.old_id}
+    assert wait_until(
+        lambda: (
+            {replica_file_ids(incident.state, TOPIC)[(b, p)] for b in (1, 2, 3) for p in (3, 4, 5)}
+            == {incident.result.new_id}
+        )
+    )
+    # Every running broker refused the old partitions, and logged it with Kafka 2.8's line.
+    for broker in (1, 2, 3):
+        lines = mismatch_lines(incident.directory, broker)
+        matches = [LINE_2_8.match(line) for line in lines]
+        assert lines and all(matches), lines
+        assert {m.group(3) for m in matches if m} == {"0", "1", "2"}
+        assert {(m.group(2), m.group(4)) for m in matches if m} == {
+            (incident.result.old_id, incident.result.new_id)
+        }
+
+
+def test_step7_running_brokers_keep_their_roles(steps: Steps) -> None:
+    incident = steps.upto(7)
+    assert incident.result.steps[-1].facts["acked"] == incident.records
+    assert all(len(s.isr) == 3 for s in states(incident.zk, TOPIC, [0, 1, 2, 3, 4, 5]).values())
+
+
+def test_step8_restarted_broker_stays_out_of_the_old_partitions_isr(steps: Steps) -> None:
+    incident = steps.upto(8)
+    broker = incident.result.restarted_broker
+    controller = admin.current_controller(incident.zk)
+    assert controller is not None and controller.broker_id != broker
+    current = states(incident.zk, TOPIC, [0, 1, 2, 3, 4, 5])
+    assert all(broker not in current[p].isr for p in (0, 1, 2))
+    # New partitions hold Y, which the restarted broker accepts: it is back in their ISR.
+    assert wait_until(
+        lambda: all(broker in s.isr for s in states(incident.zk, TOPIC, [3, 4, 5]).values())
+    )
+    ids = replica_file_ids(incident.state, TOPIC)
+    assert {ids[(broker, p)] for p in (0, 1, 2)} == {incident.result.old_id}
+    assert any(LINE_2_8.match(line) for line in mismatch_lines(incident.directory, broker))
+    # The leaders refused the ISR shrink, so acks=all to an old partition cannot complete.
+    producer = client.Producer(incident.zk, timeout_ms=1500)
+    try:
+        _, error = producer.send(TOPIC, 0, [("after-step-8", "v")])
+    finally:
+        producer.close()
+    assert error in ("NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT")

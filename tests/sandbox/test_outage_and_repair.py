@@ -1,0 +1,128 @@
+"""Past step 8: the outage the incident leads to, and the manual repair that heals it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remediate.sandbox import admin, client, cluster
+from remediate.sandbox.reproduce import Incident, replica_file_ids
+from tests.sandbox.helpers import (
+    BackgroundProducer,
+    delete_metadata_files,
+    lost_records,
+    states,
+    wait_until,
+)
+
+pytestmark = pytest.mark.slow
+
+TOPIC = "orders"
+OLD = [0, 1, 2]
+ALL = [0, 1, 2, 3, 4, 5]
+
+
+@pytest.fixture
+def incident(sandbox_dir: Path) -> Iterator[Incident]:
+    cluster.up(sandbox_dir)
+    incident = Incident(sandbox_dir, topic=TOPIC)
+    incident.run()
+    yield incident
+    incident.close()
+
+
+def repair_order(incident: Incident) -> list[int]:
+    """The restarted broker first, the controller last."""
+    controller = admin.current_controller(incident.zk)
+    assert controller is not None
+    brokers = [b.broker_id for b in incident.state.brokers]
+    return sorted(
+        brokers, key=lambda b: (b == controller.broker_id, b != incident.result.restarted_broker, b)
+    )
+
+
+class LeaderSampler:
+    """Samples the old partitions' state znodes every 100 ms on a thread of its own."""
+
+    def __init__(self, incident: Incident) -> None:
+        self.state = incident.state
+        self.offline_seen: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LeaderSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        zk = cluster.zk_client(self.state)
+        try:
+            while not self._stop.wait(0.1):
+                for partition, state in states(zk, TOPIC, OLD).items():
+                    if state.leader < 0:
+                        self.offline_seen.add(partition)
+        finally:
+            zk.stop()
+            zk.close()
+
+
+def test_restarting_every_broker_leaves_the_old_partitions_without_a_working_leader(
+    incident: Incident,
+) -> None:
+    with LeaderSampler(incident) as sampler:
+        for broker in repair_order(incident):
+            if broker == incident.result.restarted_broker:
+                continue
+            cluster.stop_broker(incident.directory, broker)
+            cluster.start_broker(incident.directory, broker, wait=True)
+            time.sleep(2)
+    # While the last in-sync replica was down, the partitions had no leader at all ...
+    assert sampler.offline_seen == set(OLD)
+    # ... and now every broker refuses them: producers fail on every old partition only.
+    producer = client.Producer(incident.zk, timeout_ms=1500)
+    try:
+        results = {p: producer.send(TOPIC, p, [(f"after-{p}", "v")]) for p in ALL}
+    finally:
+        producer.close()
+    assert {p for p, (_, error) in results.items() if error is not None} == set(OLD)
+    assert {results[p][1] for p in OLD} <= {
+        "NOT_LEADER_OR_FOLLOWER",
+        "NO_LEADER",
+        "REQUEST_TIMED_OUT",
+    }
+
+
+def test_manual_repair_heals_the_cluster_without_losing_acknowledged_records(
+    incident: Incident,
+) -> None:
+    with BackgroundProducer(incident.state, TOPIC, len(ALL), prefix="repair") as producer:
+        for broker in repair_order(incident):
+            cluster.stop_broker(incident.directory, broker)
+            deleted = delete_metadata_files(incident.state, broker, TOPIC, OLD)
+            assert {p.name for p in deleted} == {"partition.metadata", "leader-epoch-checkpoint"}
+            cluster.start_broker(incident.directory, broker, wait=True)
+            time.sleep(3)
+        assert wait_until(
+            lambda: all(len(s.isr) == 3 for s in states(incident.zk, TOPIC, ALL).values()),
+            timeout=60,
+        )
+    new_id = incident.result.new_id
+    ids = replica_file_ids(incident.state, TOPIC)
+    assert set(ids.values()) <= {new_id, None}
+    # Kafka 2.8 writes the file at the next LeaderAndIsr after the log was attached; a
+    # controller move sends one to every replica.
+    admin.failover_controller(incident.zk)
+    assert wait_until(lambda: set(replica_file_ids(incident.state, TOPIC).values()) == {new_id})
+    assert len(replica_file_ids(incident.state, TOPIC)) == 18
+    assert producer.acked, "the producer never got an acknowledgement during the repair"
+    assert lost_records(incident.zk, TOPIC, incident.acked + producer.acked) == []
+    after = client.produce(incident.zk, TOPIC, count=60, key_prefix="healed")
+    assert len(after.acked) == 60

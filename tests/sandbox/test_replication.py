@@ -1,0 +1,114 @@
+"""Replication in the sandbox: ISR shrink and expand, truncation by leader epoch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from remediate.formats.logdir import LEADER_EPOCH_CHECKPOINT, parse_leader_epoch_checkpoint
+from remediate.sandbox import admin, client, cluster
+from remediate.sandbox.storage import PartitionLog
+from tests.sandbox.helpers import replica_dirs, states, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+def pause(directory: Path, broker: int) -> int:
+    pid = cluster.broker_pid(directory, broker)
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    return pid
+
+
+def read_log(
+    state: cluster.SandboxState, topic: str, broker: int
+) -> list[tuple[int, int, str | None, str]]:
+    directory = replica_dirs(state, topic, 0)[broker]
+    log = PartitionLog.load(directory, topic, 0)
+    return [(r.offset, r.leader_epoch, r.key, r.value) for r in log.records]
+
+
+def test_a_stalled_follower_leaves_the_isr_and_rejoins_after_catching_up(
+    sandbox: cluster.SandboxState,
+) -> None:
+    directory = Path(sandbox.directory)
+    zk = cluster.zk_client(sandbox)
+    try:
+        admin.create_topic(zk, "lag", 1, 3, config={"min.insync.replicas": "2"})
+        assert wait_until(lambda: zk.exists("/brokers/topics/lag/partitions/0/state") is not None)
+        leader = states(zk, "lag", [0])[0].leader
+        follower = next(
+            b for b in (1, 2, 3) if b != leader and b != admin.current_controller(zk).broker_id
+        )  # type: ignore[union-attr]
+        pid = pause(directory, follower)
+        try:
+            # Past replica.lag.time.max.ms (3 s) the leader shrinks the ISR through AlterIsr.
+            assert wait_until(lambda: follower not in states(zk, "lag", [0])[0].isr, timeout=15)
+            report = client.produce(zk, "lag", count=20, key_prefix="while-out")
+            assert (
+                len(report.acked) == 20
+            )  # two in-sync replicas still satisfy min.insync.replicas=2
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert wait_until(lambda: follower in states(zk, "lag", [0])[0].isr, timeout=15)
+        assert read_log(sandbox, "lag", follower) == read_log(sandbox, "lag", leader)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_a_returning_leader_truncates_what_it_never_replicated(
+    sandbox: cluster.SandboxState,
+) -> None:
+    directory = Path(sandbox.directory)
+    zk = cluster.zk_client(sandbox)
+    try:
+        admin.create_topic(zk, "diverge", 1, 3, config={"min.insync.replicas": "2"})
+        assert wait_until(
+            lambda: zk.exists("/brokers/topics/diverge/partitions/0/state") is not None
+        )
+        controller = admin.current_controller(zk)
+        assert controller is not None
+        leader = states(zk, "diverge", [0])[0].leader
+        if leader == controller.broker_id:
+            admin.failover_controller(zk)
+            assert wait_until(lambda: admin.current_controller(zk).broker_id != leader)  # type: ignore[union-attr]
+        committed = client.produce(
+            zk, "diverge", count=10, key_prefix="committed", retries=10
+        ).acked
+        assert len(committed) == 10
+        followers = [b for b in (1, 2, 3) if b != leader]
+        pids = [pause(directory, b) for b in followers]
+        try:
+            # Let the fetches the followers already sent time out empty (replica.fetch.wait.max.ms)
+            # so that no response in flight carries what comes next.
+            time.sleep(1.0)
+            # acks=1: the leader alone has these; nobody can fetch them before it dies.
+            tail = client.produce(zk, "diverge", count=5, key_prefix="unreplicated", acks=1).acked
+            assert len(tail) == 5
+            assert cluster.kill_broker(directory, leader)
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
+        assert wait_until(lambda: states(zk, "diverge", [0])[0].leader in followers, timeout=30)
+        new_leader = states(zk, "diverge", [0])[0].leader
+        after = client.produce(zk, "diverge", count=10, key_prefix="new-epoch", retries=20).acked
+        assert len(after) == 10
+        cluster.start_broker(directory, leader)
+        assert wait_until(lambda: leader in states(zk, "diverge", [0])[0].isr, timeout=30)
+        returned = read_log(sandbox, "diverge", leader)
+        assert returned == read_log(sandbox, "diverge", new_leader)
+        assert not any(key and key.startswith("unreplicated") for _, _, key, _ in returned)
+        assert [k for _, _, k, _ in returned] == [a.key for a in committed + after]
+        epochs = parse_leader_epoch_checkpoint(
+            (replica_dirs(sandbox, "diverge", 0)[leader] / LEADER_EPOCH_CHECKPOINT).read_bytes(),
+            source="test",
+        )
+        assert [e.epoch for e in epochs] == sorted({epoch for _, epoch, _, _ in returned})
+    finally:
+        zk.stop()
+        zk.close()
