@@ -25,12 +25,18 @@ def load_object(data: bytes | None, *, source: str) -> JsonObject:
     if data is None or data == b"":
         raise FormatError(source, "data", "a JSON object", data)
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # RecursionError: nesting deeper than Python's stack; Jackson refuses it as well.
         raise FormatError(source, "data", "a JSON object", data[:60]) from exc
     if not isinstance(value, dict):
         raise FormatError(source, "data", "a JSON object", value)
     return value
+
+
+def _reject_constant(name: str) -> object:
+    """NaN and Infinity are not JSON; Python accepts them, Jackson (Kafka's parser) does not."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def dump(value: object) -> bytes:

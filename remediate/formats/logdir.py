@@ -15,10 +15,10 @@ FormatError naming that path and the field at fault.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 from remediate.errors import FormatError
 from remediate.formats.javanum import parse_java_int, parse_java_long
@@ -126,48 +126,60 @@ def encode_partition_metadata(topic_id: TopicId) -> bytes:
 # -- checkpoint files --------------------------------------------------------------------------
 
 
+_T = TypeVar("_T")
+
+
 @dataclass(frozen=True, order=True)
 class EpochEntry:
     epoch: int
     start_offset: int
 
 
-def _read_checkpoint(data: bytes, *, source: str) -> tuple[int, list[str]]:
-    """Version and entry lines of a checkpoint file, checked as CheckpointReadBuffer does.
+def _read_checkpoint(
+    data: bytes, *, source: str, parse_entry: Callable[[str], _T | None], entry_format: str
+) -> list[_T]:
+    """The entries of a checkpoint file, read as CheckpointReadBuffer does.
 
-    Returns (expected_count, entry_lines); an empty file, or one with only the version line,
-    holds no entries.
+    An empty file, or one with only the version line, holds no entries. Every entry line is
+    parsed before the count is compared with the number of entries, as in Kafka; a negative
+    count fails first (3.x sizes its ArrayList with it).
     """
     lines = java_lines(_decode_utf8(data, source=source))
     if not lines:
-        return 0, []
+        return []
     version = parse_java_int(lines[0])
     if version is None:
         raise FormatError(source, "version", "the integer 0 on the first line", lines[0])
     if version != CHECKPOINT_VERSION:
         raise FormatError(source, "version", "checkpoint version 0", version)
     if len(lines) < 2:
-        return 0, []
+        return []
     count = parse_java_int(lines[1])
-    if count is None:
+    if count is None or count < 0:
         raise FormatError(source, "count", "the number of entries on the second line", lines[1])
-    entries = lines[2:]
+    entries = []
+    for line in lines[2:]:
+        entry = parse_entry(line)
+        if entry is None:
+            raise FormatError(source, "entry", entry_format, line)
+        entries.append(entry)
     if count != len(entries):
         raise FormatError(source, "count", f"{count} entries", f"{len(entries)} entries")
-    return count, entries
+    return entries
+
+
+def _epoch_entry(line: str) -> EpochEntry | None:
+    parts = java_split(_SPACES, line)
+    if len(parts) != 2:
+        return None
+    epoch, offset = parse_java_int(parts[0]), parse_java_long(parts[1])
+    return None if epoch is None or offset is None else EpochEntry(epoch, offset)
 
 
 def parse_leader_epoch_checkpoint(data: bytes, *, source: str) -> list[EpochEntry]:
-    _, lines = _read_checkpoint(data, source=source)
-    entries = []
-    for line in lines:
-        parts = java_split(_SPACES, line)
-        epoch = parse_java_int(parts[0]) if len(parts) == 2 else None
-        offset = parse_java_long(parts[1]) if len(parts) == 2 else None
-        if epoch is None or offset is None:
-            raise FormatError(source, "entry", "'<epoch> <startOffset>'", line)
-        entries.append(EpochEntry(epoch, offset))
-    return entries
+    return _read_checkpoint(
+        data, source=source, parse_entry=_epoch_entry, entry_format="'<epoch> <startOffset>'"
+    )
 
 
 def encode_leader_epoch_checkpoint(entries: Iterable[EpochEntry]) -> bytes:
@@ -176,17 +188,24 @@ def encode_leader_epoch_checkpoint(entries: Iterable[EpochEntry]) -> bytes:
     return f"{CHECKPOINT_VERSION}\n{len(rows)}\n{body}".encode("ascii")
 
 
+def _offset_entry(line: str) -> tuple[tuple[str, int], int] | None:
+    parts = java_split(_SPACES, line)
+    if len(parts) != 3:
+        return None
+    partition, offset = parse_java_int(parts[1]), parse_java_long(parts[2])
+    return None if partition is None or offset is None else ((parts[0], partition), offset)
+
+
 def parse_offset_checkpoint(data: bytes, *, source: str) -> dict[tuple[str, int], int]:
-    _, lines = _read_checkpoint(data, source=source)
-    offsets: dict[tuple[str, int], int] = {}
-    for line in lines:
-        parts = java_split(_SPACES, line)
-        partition = parse_java_int(parts[1]) if len(parts) == 3 else None
-        offset = parse_java_long(parts[2]) if len(parts) == 3 else None
-        if partition is None or offset is None:
-            raise FormatError(source, "entry", "'<topic> <partition> <offset>'", line)
-        offsets[(parts[0], partition)] = offset
-    return offsets
+    """Offsets by (topic, partition); a later line for the same partition wins, as in Kafka's
+    toMap, while the count still counts lines."""
+    entries = _read_checkpoint(
+        data,
+        source=source,
+        parse_entry=_offset_entry,
+        entry_format="'<topic> <partition> <offset>'",
+    )
+    return dict(entries)
 
 
 def encode_offset_checkpoint(offsets: Mapping[tuple[str, int], int]) -> bytes:
@@ -206,7 +225,8 @@ class MetaProperties:
 
 def parse_meta_properties(data: bytes, *, source: str) -> MetaProperties:
     props = load_properties(data, source=source)
-    version = parse_java_int(props.get("version", ""))
+    # RawMetaProperties.version: `intValue(VersionKey).getOrElse(0)`.
+    version = parse_java_int(props["version"]) if "version" in props else 0
     if version is None:
         raise FormatError(source, "version", "version=0 or version=1", props.get("version"))
     if version == 0:

@@ -102,20 +102,21 @@ def decode_topic(data: bytes | None, *, source: str) -> TopicAssignment:
         get_object(obj, "partitions", source=source), source=source, field_name="partitions"
     )
     topic_id: TopicId | None = None
-    if "topic_id" in obj and obj["topic_id"] is not None:
+    # Kafka reads a present key with `.to[String]` / `.asJsonObject`: null is an error, not absent.
+    if "topic_id" in obj:
         raw_id = obj["topic_id"]
         if not isinstance(raw_id, str):
             raise FormatError(source, "topic_id", "a string", raw_id)
         topic_id = parse_topic_id(raw_id, source=source, field="topic_id")
     adding: dict[int, tuple[int, ...]] = {}
     removing: dict[int, tuple[int, ...]] = {}
-    if obj.get("adding_replicas") is not None:
+    if "adding_replicas" in obj:
         adding = _replica_map(
             get_object(obj, "adding_replicas", source=source),
             source=source,
             field_name="adding_replicas",
         )
-    if obj.get("removing_replicas") is not None:
+    if "removing_replicas" in obj:
         removing = _replica_map(
             get_object(obj, "removing_replicas", source=source),
             source=source,
@@ -174,6 +175,8 @@ class PartitionState:
 
 
 NO_LEADER = -1
+RECOVERED = 0
+RECOVERING = 1
 
 
 def decode_partition_state(
@@ -186,8 +189,19 @@ def decode_partition_state(
         isr=get_int_list(obj, "isr", source=source),
         controller_epoch=get_int(obj, "controller_epoch", source=source),
         zk_version=zk_version,
-        leader_recovery_state=get_int(obj, "leader_recovery_state", source=source, default=0),
+        leader_recovery_state=_leader_recovery_state(obj, source=source),
     )
+
+
+def _leader_recovery_state(obj: JsonObject, *, source: str) -> int:
+    """3.2+: `LeaderRecoveryState.of(value.toByte)`; absent means RECOVERED."""
+    if "leader_recovery_state" not in obj:
+        return RECOVERED
+    value = as_int(obj["leader_recovery_state"], source=source, field="leader_recovery_state")
+    as_byte = (value + 128) % 256 - 128  # Scala's Int.toByte keeps the low 8 bits, signed
+    if as_byte not in (RECOVERED, RECOVERING):
+        raise FormatError(source, "leader_recovery_state", "0 (recovered) or 1 (recovering)", value)
+    return as_byte
 
 
 def encode_partition_state(state: PartitionState) -> bytes:
@@ -205,31 +219,41 @@ def encode_partition_state(state: PartitionState) -> bytes:
 
 # -- /brokers/ids/<id> -------------------------------------------------------------------------
 
+# EndPoint.uriParseExp, matched in full: `^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)`. Java's
+# '.' stops at every line terminator; the optional brackets around an IPv6 host are not part of it.
 _ENDPOINT = re.compile(
-    r"(?P<listener>[A-Za-z0-9._-]+)://(?P<host>\[[^\]]*\]|[^:/\[\]]*):(?P<port>-?[0-9]+)"
+    "(?P<listener>[^\n\r\u0085\u2028\u2029]*)://"
+    r"\[?(?P<host>[0-9a-zA-Z\-%._:]*)\]?:(?P<port>-?[0-9]+)"
 )
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True)
 class Endpoint:
+    """One broker listener. `host` is bare (`::1`, not `[::1]`); "" means all interfaces."""
+
     listener: str
     host: str
     port: int
 
     def __str__(self) -> str:
-        return f"{self.listener}://{self.host}:{self.port}"
+        # EndPoint.connectionString: Utils.formatAddress brackets a host that contains ':'.
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener}://{host}:{self.port}"
 
 
 def parse_endpoint(text: object, *, source: str, field_name: str = "endpoints") -> Endpoint:
+    """Parse `LISTENER://host:port` as EndPoint.createEndPoint does; the listener name is
+    normalised to upper case (ListenerName.normalised)."""
     if not isinstance(text, str):
         raise FormatError(source, field_name, "LISTENER://host:port", text)
     match = _ENDPOINT.fullmatch(text)
     if not match:
         raise FormatError(source, field_name, "LISTENER://host:port", text)
-    port = int(match["port"])
-    if not 0 <= port <= 65535:
-        raise FormatError(source, field_name, "a port between 0 and 65535", port)
-    return Endpoint(match["listener"], match["host"], port)
+    port = parse_java_int(match["port"])
+    if port is None or not 0 <= port <= 65535:
+        raise FormatError(source, field_name, "a port between 0 and 65535", match["port"])
+    return Endpoint(match["listener"].upper(), match["host"], port)
 
 
 @dataclass(frozen=True)
@@ -257,25 +281,32 @@ class BrokerRegistration:
 def decode_broker(
     broker_id: int, data: bytes | None, *, source: str, epoch: int = -1
 ) -> BrokerRegistration:
+    """Read `/brokers/ids/<id>` as BrokerIdZNode.decode does: `version` (>= 1) and `jmx_port` are
+    required; version 1 has only `host` and `port` (one PLAINTEXT endpoint); later versions list
+    `endpoints`, each of whose listeners must be in `listener_security_protocol_map` (default:
+    the security protocol names), whose values must be security protocols."""
     obj = load_object(data, source=source)
     version = get_int(obj, "version", source=source)
-    raw_endpoints = obj.get("endpoints", [])
-    if not isinstance(raw_endpoints, list):
-        raise FormatError(source, "endpoints", "a list of LISTENER://host:port", raw_endpoints)
-    endpoints = tuple(parse_endpoint(e, source=source) for e in raw_endpoints)
+    if version < 1:
+        raise FormatError(source, "version", "a broker registration version >= 1", version)
+    jmx_port = get_int(obj, "jmx_port", source=source)
+    protocol_map: dict[str, str] = {}
+    if version == 1:
+        endpoints: tuple[Endpoint, ...] = (
+            Endpoint(
+                "PLAINTEXT",
+                get_str(obj, "host", source=source),
+                get_int(obj, "port", source=source),
+            ),
+        )
+    else:
+        endpoints, protocol_map = _broker_endpoints(obj, source=source)
     host = obj.get("host")
     if host is not None and not isinstance(host, str):
         raise FormatError(source, "host", "a string or null", host)
     rack = obj.get("rack")
     if rack is not None and not isinstance(rack, str):
         raise FormatError(source, "rack", "a string or null", rack)
-    protocol_map = obj.get("listener_security_protocol_map", {})
-    if not isinstance(protocol_map, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in protocol_map.items()
-    ):
-        raise FormatError(
-            source, "listener_security_protocol_map", "an object of strings", protocol_map
-        )
     timestamp = obj.get("timestamp", "0")
     timestamp_ms = parse_java_int(timestamp, (0, 2**63 - 1)) if isinstance(timestamp, str) else None
     if timestamp_ms is None:
@@ -287,18 +318,50 @@ def decode_broker(
         port=get_int(obj, "port", source=source, default=-1),
         timestamp_ms=timestamp_ms,
         rack=rack,
-        jmx_port=get_int(obj, "jmx_port", source=source, default=-1),
+        jmx_port=jmx_port,
         version=version,
-        security_protocol_map=dict(protocol_map),
+        security_protocol_map=protocol_map,
         epoch=epoch,
     )
 
 
+def _broker_endpoints(
+    obj: JsonObject, *, source: str
+) -> tuple[tuple[Endpoint, ...], dict[str, str]]:
+    map_field = "listener_security_protocol_map"
+    protocol_map = obj.get(map_field, {})
+    if not isinstance(protocol_map, dict) or not all(
+        isinstance(v, str) and v.upper() in SECURITY_PROTOCOLS for v in protocol_map.values()
+    ):
+        raise FormatError(
+            source, map_field, f"an object of security protocols {SECURITY_PROTOCOLS}", protocol_map
+        )
+    raw_endpoints = obj.get("endpoints")
+    if not isinstance(raw_endpoints, list):
+        raise FormatError(source, "endpoints", "a list of LISTENER://host:port", raw_endpoints)
+    endpoints = tuple(parse_endpoint(e, source=source) for e in raw_endpoints)
+    listeners = protocol_map if map_field in obj else SECURITY_PROTOCOLS
+    for endpoint in endpoints:
+        if endpoint.listener not in listeners:
+            raise FormatError(
+                source, "endpoints", f"a listener named in {map_field}", str(endpoint)
+            )
+    return endpoints, dict(protocol_map)
+
+
 def encode_broker(registration: BrokerRegistration) -> bytes:
-    plaintext = registration.endpoint("PLAINTEXT")
+    """Version 5, as BrokerIdZNode.encode writes it. Without a listener map, listener names are
+    taken to be security protocols (Kafka's default). `host`/`port` are those of the first
+    endpoint whose security protocol is PLAINTEXT, else null and -1."""
+    protocols = dict(registration.security_protocol_map) or {
+        e.listener: e.listener for e in registration.endpoints
+    }
+    plaintext = next(
+        (e for e in registration.endpoints if protocols.get(e.listener, "").upper() == "PLAINTEXT"),
+        None,
+    )
     doc: dict[str, Any] = {
-        "listener_security_protocol_map": dict(registration.security_protocol_map)
-        or {e.listener: e.listener for e in registration.endpoints},
+        "listener_security_protocol_map": protocols,
         "endpoints": [str(e) for e in registration.endpoints],
         "jmx_port": registration.jmx_port,
         "features": {},
@@ -330,13 +393,14 @@ def decode_controller(data: bytes | None, *, source: str = CONTROLLER) -> Contro
     if timestamp_ms is None:
         raise FormatError(source, "timestamp", "milliseconds as a string", timestamp)
     kraft_epoch = obj.get("kraftControllerEpoch")
+    has_kraft_epoch = "kraftControllerEpoch" in obj
     return ControllerRegistration(
         broker_id=get_int(obj, "brokerid", source=source),
         timestamp_ms=timestamp_ms,
         version=get_int(obj, "version", source=source, default=1),
         kraft_controller_epoch=(
             as_int(kraft_epoch, source=source, field="kraftControllerEpoch")
-            if kraft_epoch is not None
+            if has_kraft_epoch
             else None
         ),
     )
