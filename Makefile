@@ -7,7 +7,8 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= .sandbox/demo
-APT_PACKAGES := zookeeper openssh-server
+# busybox, gawk and original-awk let the tests run the broker inventory under several awks.
+APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk
 
 .PHONY: help setup system venv lint typecheck unit test demo bench clean
 
@@ -38,9 +39,11 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
 
+LINT_PATHS := remediate tests $(wildcard bench)
+
 lint: venv
-	$(BIN)/ruff check remediate tests bench
-	$(BIN)/ruff format --check remediate tests bench
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 
 typecheck: venv
 	$(BIN)/mypy
