@@ -14,7 +14,7 @@ APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk
 
 help:
 	@echo "make setup   install system packages and .venv (idempotent)"
-	@echo "make demo    start the sandbox, reproduce the incident and repair it"
+	@echo "make demo    start the sandbox, reproduce the incident, scan it"
 	@echo "make test    setup, ruff, mypy (strict) and the whole test suite"
 	@echo "make bench   run the benchmarks in bench/"
 
@@ -59,6 +59,7 @@ demo: setup
 	rm -rf $(DEMO_DIR)
 	$(BIN)/remediate sandbox up --dir $(DEMO_DIR)
 	$(BIN)/remediate sandbox reproduce --dir $(DEMO_DIR)
+	@$(BIN)/remediate scan -c $(DEMO_DIR)/cluster.yaml 2>/dev/null; echo "scan exit code: $$? (2 = CRITICAL)"
 	@if [ -z "$(KEEP)" ]; then $(BIN)/remediate sandbox down --dir $(DEMO_DIR); \
 	else echo "sandbox left running: $(BIN)/remediate sandbox down --dir $(DEMO_DIR)"; fi
 

@@ -36,6 +36,22 @@ class ZooKeeperError(RemediationError):
     """ZooKeeper could not be reached or answered with an error."""
 
 
+class TransportError(RemediationError):
+    """A command could not be run on a broker host (connection, host key, timeout)."""
+
+
+class HostKeyError(TransportError):
+    """The broker host's SSH key is unknown or has changed: never connect anyway."""
+
+
+class CollectError(RemediationError):
+    """Cluster state could not be collected."""
+
+
+class ScanError(RemediationError):
+    """A snapshot could not be read or classified."""
+
+
 class SandboxError(RemediationError):
     """The sandbox cluster could not be started, stopped or driven."""
 

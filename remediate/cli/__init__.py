@@ -8,6 +8,7 @@ import click
 
 from remediate import __version__
 from remediate.cli.sandbox import sandbox
+from remediate.cli.scan import check, scan
 from remediate.errors import RemediationError
 
 # Exit codes (design.md): 0 ok, 1 warning, 2 critical, 3 unknown, 4 refused, 5 halted.
@@ -21,6 +22,8 @@ def cli() -> None:
 
 
 cli.add_command(sandbox)
+cli.add_command(scan)
+cli.add_command(check)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from remediate.sandbox import admin, client, cluster
 from remediate.sandbox.reproduce import Step, reproduce
 
 DEFAULT_DIR = ".sandbox"
-out = Console(soft_wrap=True)
+# Wide enough for ids and paths when stdout is not a terminal (COLUMNS wins when set).
+out = Console(soft_wrap=True, width=shutil.get_terminal_size((160, 24)).columns)
 err = Console(stderr=True)
 
 dir_option = click.option(

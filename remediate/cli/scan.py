@@ -1,0 +1,223 @@
+"""`remediate scan` and `remediate check`: collect, classify on Spark, report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from remediate.collect.run import collect
+from remediate.config import ClusterConfig, load_cluster_config
+from remediate.scan.report import SEVERITY_RANK, ScanReport
+from remediate.scan.runner import run_scan
+
+# Wide enough for ids and paths when stdout is not a terminal (COLUMNS wins when set).
+out = Console(soft_wrap=True, width=shutil.get_terminal_size((160, 24)).columns)
+err = Console(stderr=True)
+
+config_option = click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="cluster.yaml",
+)
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
+)
+master_option = click.option(
+    "--spark-master", help="Spark master URL (default: cluster.yaml spark.master)."
+)
+
+SEVERITY_STYLE = {
+    "CRITICAL": "bold red",
+    "UNKNOWN": "magenta",
+    "WARNING": "yellow",
+    "INFO": "cyan",
+    "OK": "green",
+}
+
+
+@contextmanager
+def _snapshot_dir(out_dir: Path | None) -> Iterator[Path]:
+    if out_dir is not None:
+        yield out_dir / "snapshot"
+        return
+    with tempfile.TemporaryDirectory(prefix="remediate-snapshot-") as tmp:
+        yield Path(tmp)
+
+
+def collect_and_scan(
+    config: ClusterConfig, *, out_dir: Path | None, master: str | None, quiet: bool
+) -> ScanReport:
+    with _snapshot_dir(out_dir) as snapshot:
+        if quiet:
+            collect(config, snapshot)
+        else:
+            with err.status(f"collecting {config.cluster}") as status:
+                collect(
+                    config,
+                    snapshot,
+                    progress=lambda message: status.update(f"collecting: {message}"),
+                )
+        if quiet:
+            report, _ = run_scan(
+                [snapshot],
+                master=master or config.spark.master,
+                conf=config.spark.conf,
+                out_dir=out_dir,
+            )
+        else:
+            with err.status("classifying on Spark"):
+                report, _ = run_scan(
+                    [snapshot],
+                    master=master or config.spark.master,
+                    conf=config.spark.conf,
+                    out_dir=out_dir,
+                )
+    return report
+
+
+def render(report: ScanReport) -> None:
+    style = SEVERITY_STYLE.get(report.status, "")
+    out.print(f"[{style}]{report.status}[/{style}]  {report.summary_line()}")
+    for problem in report.problems:
+        out.print(f"[magenta]problem:[/magenta] {problem}", highlight=False)
+    general = [f for f in report.findings if f.broker is None and f.kind != "OK"]
+    if general:
+        table = Table("severity", "kind", "topic", "partition", "detail", title="cluster-wide")
+        for finding in sorted(general, key=lambda f: f.sort_key()):
+            table.add_row(
+                finding.severity,
+                finding.kind,
+                finding.topic or "",
+                _num(finding.partition),
+                finding.detail or "",
+            )
+        out.print(table)
+    for broker in report.brokers:
+        findings = sorted(
+            (
+                f
+                for f in report.findings
+                if f.broker == broker.id and f.cluster == broker.cluster and f.kind != "OK"
+            ),
+            key=lambda f: f.sort_key(),
+        )
+        flags = [
+            name
+            for name, on in (("controller", broker.is_controller), ("needs fix", broker.needs_fix))
+            if on
+        ]
+        if not broker.registered:
+            flags.append("not registered")
+        title = f"broker {broker.id}" + (f" ({', '.join(flags)})" if flags else "")
+        if len(report.clusters) > 1:
+            title = f"{broker.cluster} {title}"
+        ok = broker.counts.get("OK", 0)
+        if not findings:
+            out.print(f"[green]{title}: {ok} replicas OK[/green]")
+            continue
+        table = Table(
+            "severity",
+            "kind",
+            "partition",
+            "file id",
+            "zk id",
+            "isr",
+            "detail",
+            title=f"{title}: {ok} OK",
+        )
+        for finding in findings:
+            partition = (
+                f"{finding.topic}-{finding.partition}" if finding.topic else (finding.dir or "")
+            )
+            table.add_row(
+                f"[{SEVERITY_STYLE[finding.severity]}]{finding.severity}[/]",
+                finding.kind,
+                partition,
+                finding.file_topic_id or "",
+                finding.zk_topic_id or "",
+                "" if finding.in_isr is None else ("in" if finding.in_isr else "OUT"),
+                finding.detail or "",
+            )
+        out.print(table)
+
+
+def _num(value: int | None) -> str:
+    return "" if value is None else str(value)
+
+
+@click.command()
+@config_option
+@click.option(
+    "--snapshot",
+    "snapshots",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Scan existing snapshot directories instead of collecting (repeat for a fleet).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the snapshot and write findings.jsonl and summary.json here.",
+)
+@master_option
+@click.option("--all", "include_ok", is_flag=True, help="Include OK replicas in --json output.")
+@json_option
+def scan(
+    config_path: Path | None,
+    snapshots: tuple[Path, ...],
+    out_dir: Path | None,
+    spark_master: str | None,
+    include_ok: bool,
+    as_json: bool,
+) -> int:
+    """Find every replica whose partition.metadata disagrees with ZooKeeper.
+
+    Exit codes: 0 healthy, 1 warning, 2 critical, 3 unknown.
+    """
+    if snapshots:
+        report, _ = run_scan(list(snapshots), master=spark_master or "local[*]", out_dir=out_dir)
+    else:
+        if config_path is None:
+            raise click.UsageError("give -c cluster.yaml (or --snapshot DIR)")
+        config = load_cluster_config(config_path)
+        report = collect_and_scan(config, out_dir=out_dir, master=spark_master, quiet=as_json)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(include_ok=include_ok), indent=2) + "\n")
+    else:
+        render(report)
+    return report.exit_code
+
+
+@click.command()
+@config_option
+@master_option
+@json_option
+def check(config_path: Path | None, spark_master: str | None, as_json: bool) -> int:
+    """Monitoring form of scan: one line and Nagios exit codes.
+
+    0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    """
+    if config_path is None:
+        raise click.UsageError("give -c cluster.yaml")
+    config = load_cluster_config(config_path)
+    report = collect_and_scan(config, out_dir=None, master=spark_master, quiet=True)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        click.echo(report.summary_line())
+    return report.exit_code
+
+
+__all__ = ["SEVERITY_RANK", "check", "scan"]

@@ -1,0 +1,1 @@
+"""Collect (read-only): what ZooKeeper holds and what every broker has on disk."""

@@ -1,0 +1,608 @@
+"""The broker inventory fact: one shell command per broker, one pure parser of its output.
+
+`inventory_command` builds a command for `sh -c`-compatible remote shells (ssh, or a local
+`/bin/sh`). It needs only POSIX sh, POSIX find and POSIX awk on the broker (tested with mawk,
+gawk, the one-true-awk and busybox awk, and with busybox's sh and find): no Python, no GNU
+options (no -print0, -maxdepth, -mindepth, -printf). It reads, never writes.
+
+Directory names on disk are untrusted: they can hold any byte but NUL and '/'. No name is ever
+part of a shell word or an awk program. Names reach awk only as arguments from
+`find -exec awk ... {} +`, and awk prints every name and every content line as lowercase hex,
+so the output is printable ASCII whatever the disk holds. Everything runs under LC_ALL=C, so
+awk's length() and substr() count bytes.
+
+Output (one record per line, fields separated by one space; HEX is lowercase hex of raw bytes,
+N a decimal number; `I` is the log dir's 0-based position in the command's arguments):
+
+    output   = header logdir* trailer
+    header   = "remediate-inventory 1 awk-nul=" ("0" | "1")
+    logdir   = "L" I HEX ("missing" | "not_a_directory" | "unreadable")
+             | "L" I HEX "present" (dir | file)* "Z" I N
+    dir      = "D" I HEX                        an immediate child directory, by name
+    file     = "F" I HEX WHICH "present" N (N | "-") ("0" | "1") line*
+             | "F" I HEX WHICH "unreadable" ("directory" | "symlink" | "special" | "error")
+    WHICH    = "metadata" | "epoch"             partition.metadata | leader-epoch-checkpoint
+    line     = "T" | "T" HEX                    one content line ("T" alone: an empty line)
+    trailer  = "end" N                          N = number of L records
+
+A present file record gives the number of T lines that follow, the file's total line count
+("-" when reading stopped early) and whether the lines shown are less than the file.
+`Z I N` closes a listed log dir with find's exit status; a non-zero status (find could not
+read something, or an awk failed) makes that log dir "unreadable" with the entries that were
+seen. `D` and `F` records of one log dir may come in any order (find runs its -exec batches
+when they fill up). `awk-nul=0` says the broker's awk keeps strings as C strings (busybox,
+the one-true-awk): content after a NUL byte within a line may then be lost or split.
+
+What the command reports, and what it does not:
+- A log dir is "present" (a directory the command can enter and read), "unreadable",
+  "not_a_directory" (anything else that exists, a dangling symlink included) or "missing".
+  A log dir given as a symlink to a directory is followed.
+- Immediate child directories only; files at the log dir's root (meta.properties,
+  checkpoints, .lock) are not reported, nor are child symlinks (find does not follow them).
+- `partition.metadata` and `leader-epoch-checkpoint` of each child: absent (no such entry),
+  present (a regular file, read), or unreadable: reading failed ("error"), or the entry is not a
+  regular file ("directory", "symlink", "special"). Symlinks, a dangling one included, are
+  never followed and FIFOs or devices are never opened: a read could hang or never end.
+- partition.metadata: its lines, at most `max_content_bytes` bytes in all (counting one "\\n"
+  between lines); longer files are cut there and flagged truncated.
+- leader-epoch-checkpoint: its first 2 lines and its last `epoch_tail_lines` lines (each cut
+  at `max_content_bytes` bytes) and its total line count.
+- awk reads line by line: a line is read whole before it is cut, so a multi-gigabyte file
+  without a newline would be read into the broker's memory. Kafka writes both files as a few
+  short lines.
+
+Content is reconstructed as the lines joined with b"\\n". awk's getline splits on "\\n" only and
+drops each line's "\\n", so a final newline is not seen (b"a\\n" reads as b"a") and "\\r" stays at
+the end of a line. Both are harmless for partition.metadata: Kafka's reader splits lines on
+"\\n", "\\r" or "\\r\\n" and ignores a final terminator and any line after the second.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from remediate.errors import FormatError
+from remediate.formats.logdir import (
+    LEADER_EPOCH_CHECKPOINT,
+    PARTITION_METADATA,
+    PartitionDir,
+    parse_partition_dir,
+    parse_partition_metadata,
+    topic_name_problem,
+)
+
+FORMAT_VERSION = 1
+HEADER = "remediate-inventory"
+TRAILER = "end"
+DEFAULT_MAX_CONTENT_BYTES = 4096
+DEFAULT_EPOCH_TAIL_LINES = 3
+EPOCH_HEAD_LINES = 2
+
+LogDirState = Literal["present", "missing", "not_a_directory", "unreadable"]
+FileStateName = Literal["absent", "present", "unreadable"]
+MetadataState = Literal["ok", "missing", "corrupt", "unreadable"]
+
+
+@dataclass(frozen=True)
+class FileState:
+    """One file of a partition directory as the command saw it.
+
+    `content` is the lines that were read, joined with b"\\n" (see the module docstring);
+    `truncated` says it is less than the whole file; `line_count` is the file's total number of
+    lines when known. `reason` says why an unreadable file was not read: "directory",
+    "symlink", "special" (not a regular file) or "error" (reading it failed).
+    """
+
+    state: FileStateName
+    content: bytes | None
+    truncated: bool = False
+    line_count: int | None = None
+    reason: str | None = None
+
+
+ABSENT = FileState("absent", None)
+
+
+@dataclass(frozen=True)
+class DirEntry:
+    """An immediate child directory of a log dir.
+
+    `name` holds the raw bytes of the directory name as `os.fsdecode` gives them:
+    `os.fsencode(name)` is exactly what is on disk. `partition` is set when Kafka would load the
+    directory as a partition (the name parses and the topic is a legal name); otherwise
+    `name_problem` says why not.
+    """
+
+    log_dir: str
+    name: str
+    partition: PartitionDir | None
+    name_problem: str | None
+    metadata: FileState
+    epoch_checkpoint: FileState
+
+
+@dataclass(frozen=True)
+class LogDirInfo:
+    """One configured log dir. `entries` are sorted by the raw bytes of their names.
+
+    "unreadable" with entries: the listing was incomplete (find reported an error).
+    """
+
+    path: str
+    state: LogDirState
+    entries: tuple[DirEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """What one broker has in its log dirs, in the order the log dirs were given.
+
+    `awk_keeps_nul` is False when the broker's awk cannot hold NUL bytes (busybox, the
+    one-true-awk): a content line with a NUL may then have lost the bytes after it.
+    """
+
+    log_dirs: tuple[LogDirInfo, ...]
+    awk_keeps_nul: bool = True
+
+
+@dataclass(frozen=True)
+class MetadataFinding:
+    """partition.metadata judged by Kafka's rules: the id it holds, or why it holds none."""
+
+    state: MetadataState
+    topic_id: str | None
+    problem: str | None
+
+
+# -- the command -------------------------------------------------------------------------------
+
+# Runs only in BEGIN, so awk never reads its operands as input files (and never treats an
+# operand of the form a=b as an assignment). Paths it gets are "./<name>" or
+# "./<name>/<file>", relative to the log dir: never "-", never a gawk special file.
+# No single quotes here: the program sits in single quotes in the script.
+_AWK = r"""
+function hex(s,    n, j, c, o) {
+    n = length(s)
+    o = ""
+    for (j = 1; j <= n; j++) {
+        c = substr(s, j, 1)
+        o = o ((c in HX) ? HX[c] : "??")
+    }
+    return o
+}
+function emit(s,    h) {
+    h = hex(s)
+    if (h == "") print "T"
+    else print "T " h
+}
+function locate(p,    n) {
+    n = length(p)
+    if (substr(p, n - 18) == "/partition.metadata") {
+        WH = "metadata"
+        NM = substr(p, 3, n - 21)
+    } else {
+        WH = "epoch"
+        NM = substr(p, 3, n - 26)
+    }
+}
+function metadata(p, name,    r, line, n, used, add, k, tr) {
+    n = 0
+    used = 0
+    tr = 0
+    while ((r = (getline line < p)) > 0) {
+        add = length(line) + (n > 0 ? 1 : 0)
+        if (used + add > X) {
+            k = X - used - (n > 0 ? 1 : 0)
+            if (k > 0) {
+                n++
+                LN[n] = substr(line, 1, k)
+            }
+            tr = 1
+            break
+        }
+        n++
+        LN[n] = line
+        used += add
+    }
+    close(p)
+    if (r < 0) {
+        print "F " I " " name " metadata unreadable error"
+        return
+    }
+    print "F " I " " name " metadata present " n " " (tr ? "-" : n) " " tr
+    for (k = 1; k <= n; k++) emit(LN[k])
+}
+function epoch(p, name,    r, line, total, first, n, j, tr) {
+    total = 0
+    while ((r = (getline line < p)) > 0) {
+        total++
+        if (total <= 2) HD[total] = line
+        else if (T > 0) RG[(total - 3) % T] = line
+    }
+    close(p)
+    if (r < 0) {
+        print "F " I " " name " epoch unreadable error"
+        return
+    }
+    n = 0
+    for (j = 1; j <= total && j <= 2; j++) {
+        n++
+        LN[n] = HD[j]
+    }
+    first = total - T + 1
+    if (first < 3) first = 3
+    for (j = first; j <= total; j++) {
+        n++
+        LN[n] = RG[(j - 3) % T]
+    }
+    tr = (n < total)
+    for (j = 1; j <= n; j++) {
+        if (length(LN[j]) > X) {
+            LN[j] = substr(LN[j], 1, X)
+            tr = 1
+        }
+    }
+    print "F " I " " name " epoch present " n " " total " " tr
+    for (j = 1; j <= n; j++) emit(LN[j])
+}
+BEGIN {
+    for (k = 0; k < 256; k++) HX[sprintf("%c", k)] = sprintf("%02x", k)
+    I = i
+    X = x + 0
+    T = t + 0
+    if (m == "H") {
+        print "remediate-inventory 1 awk-nul=" (length(sprintf("%c", 0)) == 1 ? 1 : 0)
+    } else if (m == "L") {
+        print "L " I " " hex(ARGV[1]) " " s
+    } else if (m == "D") {
+        for (k = 1; k < ARGC; k++) print "D " I " " hex(substr(ARGV[k], 3))
+    } else if (m == "O") {
+        for (k = 1; k < ARGC; k++) {
+            locate(ARGV[k])
+            print "F " I " " hex(NM) " " WH " unreadable " r
+        }
+    } else if (m == "F") {
+        for (k = 1; k < ARGC; k++) {
+            locate(ARGV[k])
+            if (WH == "metadata") metadata(ARGV[k], hex(NM))
+            else epoch(ARGV[k], hex(NM))
+        }
+    }
+    exit
+}
+"""
+
+# `find . ! -name . -prune` is the POSIX way to visit only immediate children; here the prune
+# happens one level deeper (`-path "./*/*" -prune`) so that find also sees the two files inside
+# each child directory, and nothing below them. The expression is a flat chain of -o: busybox
+# find (1.35) never runs an `-exec ... {} +` batch that sits inside \( \).
+_SCRIPT = """\
+P='{awk}'
+LC_ALL=C; export LC_ALL; unset CDPATH
+awk -v m=H -- "$P" || exit 1
+i=0
+for d in "$@"; do
+  case $d in /*) p=$d ;; *) p=./$d ;; esac
+  if [ -d "$p" ]; then
+    if [ -r "$p" ] && [ -x "$p" ] && (cd -- "$p") 2>/dev/null; then s=present; else s=unreadable; fi
+  elif [ -e "$p" ] || [ -h "$p" ]; then s=not_a_directory
+  else s=missing
+  fi
+  awk -v m=L -v i=$i -v s=$s -- "$P" "$d" || exit 1
+  if [ $s = present ]; then
+    (cd -- "$p" && exec find . \\
+      -path "./*/*" -prune {names} -type f \\
+      -exec awk -v m=F -v i=$i -v x={max_bytes} -v t={tail} -- "$P" {{}} + \\
+      -o -path "./*/*" {names} -type d -exec awk -v m=O -v i=$i -v r=directory -- "$P" {{}} + \\
+      -o -path "./*/*" {names} -type l -exec awk -v m=O -v i=$i -v r=symlink -- "$P" {{}} + \\
+      -o -path "./*/*" {names} -exec awk -v m=O -v i=$i -v r=special -- "$P" {{}} + \\
+      -o ! -name . ! -path "./*/*" -type d -exec awk -v m=D -v i=$i -- "$P" {{}} +)
+    echo "Z $i $?"
+  fi
+  i=$((i+1))
+done
+echo "end $i"
+"""
+
+if "'" in _AWK:  # pragma: no cover - a guard for whoever edits the program
+    raise AssertionError("the awk program must not contain single quotes")
+
+
+def inventory_command(
+    log_dirs: Sequence[str],
+    *,
+    sudo: bool = False,
+    max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+    epoch_tail_lines: int = DEFAULT_EPOCH_TAIL_LINES,
+) -> str:
+    """The command that inventories `log_dirs` on one broker: `sh -c '<script>' sh <dirs>`.
+
+    Every argument is quoted with shlex.quote; with `sudo` the command is prefixed with
+    `sudo -n ` (never prompts). Its stdout is printable ASCII (see the module docstring).
+    """
+    if isinstance(log_dirs, str):
+        raise TypeError("log_dirs is a sequence of paths, not one string")
+    for path in log_dirs:
+        if not path or "\0" in path:
+            raise ValueError(f"a log dir must be a non-empty path without NUL: {path!r}")
+    if isinstance(max_content_bytes, bool) or max_content_bytes < 1:
+        raise ValueError(f"max_content_bytes must be at least 1, not {max_content_bytes!r}")
+    if isinstance(epoch_tail_lines, bool) or epoch_tail_lines < 0:
+        raise ValueError(f"epoch_tail_lines must be at least 0, not {epoch_tail_lines!r}")
+    script = _SCRIPT.format(
+        awk=_AWK.strip("\n"),
+        names=f"\\( -name {PARTITION_METADATA} -o -name {LEADER_EPOCH_CHECKPOINT} \\)",
+        max_bytes=int(max_content_bytes),
+        tail=int(epoch_tail_lines),
+    )
+    words = ["sh", "-c", script, "sh", *log_dirs]
+    command = " ".join(shlex.quote(word) for word in words)
+    return f"sudo -n {command}" if sudo else command
+
+
+# -- the parser --------------------------------------------------------------------------------
+
+_N = "(0|[1-9][0-9]{0,17})"
+_HEX = "((?:[0-9a-f]{2})+)"
+_WHICH = "(metadata|epoch)"
+_HEADER_RE = re.compile(f"{HEADER} {_N} awk-nul=([01])")
+_L_RE = re.compile(f"L {_N} {_HEX} (present|missing|not_a_directory|unreadable)")
+_D_RE = re.compile(f"D {_N} {_HEX}")
+_F_PRESENT_RE = re.compile(f"F {_N} {_HEX} {_WHICH} present {_N} ({_N}|-) ([01])")
+_F_UNREADABLE_RE = re.compile(
+    f"F {_N} {_HEX} {_WHICH} unreadable (directory|symlink|special|error)"
+)
+_T_RE = re.compile(f"T(?: {_HEX})?")
+_Z_RE = re.compile(f"Z {_N} {_N}")
+_END_RE = re.compile(f"{TRAILER} {_N}")
+_RECORD_NAMES = {"L": "log dir", "D": "directory", "F": "file", "T": "content line", "Z": "end"}
+
+
+@dataclass
+class _EntryBuilder:
+    listed: bool = False
+    files: dict[str, FileState] = field(default_factory=dict)
+
+
+@dataclass
+class _LogDirBuilder:
+    path: str
+    state: LogDirState
+    entries: dict[bytes, _EntryBuilder] = field(default_factory=dict)
+
+
+class _Parser:
+    def __init__(self, output: str, source: str) -> None:
+        self.source = source
+        self.lines = output.split("\n")
+        if self.lines and self.lines[-1] == "":
+            self.lines.pop()
+        self.pos = 0  # index of the next line to read
+
+    def error(self, expected: str, got: object = None, *, lineno: int | None = None) -> FormatError:
+        return FormatError(self.source, f"line {lineno or self.pos}", expected, got)
+
+    def next_line(self) -> str:
+        if self.pos >= len(self.lines):
+            raise FormatError(
+                self.source,
+                f"line {self.pos + 1}",
+                f"the trailer '{TRAILER} <count>' (the output is truncated: it has no trailer)",
+                "end of output",
+            )
+        line = self.lines[self.pos]
+        self.pos += 1
+        return line
+
+    def parse(self) -> Inventory:
+        keeps_nul = self.header()
+        done: list[LogDirInfo] = []
+        current: _LogDirBuilder | None = None
+        while True:
+            line = self.next_line()
+            if line.startswith(f"{TRAILER} ") or line == TRAILER:
+                self.trailer(line, current, len(done))
+                return Inventory(log_dirs=tuple(done), awk_keeps_nul=keeps_nul)
+            current = self.record(line, current, done)
+
+    def header(self) -> bool:
+        expected = f"the header '{HEADER} {FORMAT_VERSION} awk-nul=0|1'"
+        if not self.lines:
+            raise self.error(expected, "empty output", lineno=1)
+        line = self.next_line()
+        match = _HEADER_RE.fullmatch(line)
+        if match is None:
+            raise self.error(expected, line)
+        if int(match.group(1)) != FORMAT_VERSION:
+            raise self.error(f"format version {FORMAT_VERSION}", line)
+        return match.group(2) == "1"
+
+    def trailer(self, line: str, current: _LogDirBuilder | None, count: int) -> None:
+        match = _END_RE.fullmatch(line)
+        if match is None:
+            raise self.error(f"'{TRAILER} <count>'", line)
+        if current is not None:
+            raise self.error(f"'Z {count} <status>' before the trailer", line)
+        if int(match.group(1)) != count:
+            raise self.error(f"'{TRAILER} {count}' (one L record per log dir)", line)
+        if self.pos != len(self.lines):
+            raise self.error("nothing after the trailer", self.lines[self.pos], lineno=self.pos + 1)
+
+    def record(
+        self, line: str, current: _LogDirBuilder | None, done: list[LogDirInfo]
+    ) -> _LogDirBuilder | None:
+        """Handle one record other than the trailer; the log dir still open after it."""
+        kind = line[:1]
+        if kind == "L":
+            if current is not None:
+                raise self.error(f"'Z {len(done)} <status>' before the next log dir", line)
+            current = self.log_dir(line, len(done))
+            if current.state == "present":
+                return current
+            done.append(LogDirInfo(current.path, current.state, ()))
+            return None
+        if kind == "T":
+            raise self.error("a content line only after its file record", line)
+        if kind not in ("D", "F", "Z"):
+            raise self.error("a record: L, D, F, T, Z or the trailer", line)
+        if current is None:
+            raise self.error(
+                f"a {_RECORD_NAMES[kind]} record only after 'L <index> <path> present'", line
+            )
+        if kind == "D":
+            self.directory(line, current, len(done))
+        elif kind == "F":
+            self.file(line, current, len(done))
+        else:
+            done.append(self.close(line, current, len(done)))
+            return None
+        return current
+
+    def index(self, text: str, expected: int, line: str) -> None:
+        if int(text) != expected:
+            raise self.error(f"a record for log dir {expected} (announced by its L record)", line)
+
+    def log_dir(self, line: str, index: int) -> _LogDirBuilder:
+        match = _L_RE.fullmatch(line)
+        if match is None:
+            raise self.error("'L <index> <hex path> <state>'", line)
+        self.index(match.group(1), index, line)
+        path = os.fsdecode(bytes.fromhex(match.group(2)))
+        state: LogDirState = match.group(3)  # type: ignore[assignment]
+        return _LogDirBuilder(path, state)
+
+    def name(self, text: str, line: str) -> bytes:
+        raw = bytes.fromhex(text)
+        if b"/" in raw or b"\0" in raw or raw in (b".", b".."):
+            raise self.error("a directory name (no '/', no NUL, not '.' or '..')", line)
+        return raw
+
+    def directory(self, line: str, current: _LogDirBuilder, index: int) -> None:
+        match = _D_RE.fullmatch(line)
+        if match is None:
+            raise self.error("'D <index> <hex name>'", line)
+        self.index(match.group(1), index, line)
+        entry = current.entries.setdefault(self.name(match.group(2), line), _EntryBuilder())
+        if entry.listed:
+            raise self.error("each directory listed once", line)
+        entry.listed = True
+
+    def file(self, line: str, current: _LogDirBuilder, index: int) -> None:
+        lineno = self.pos
+        present = _F_PRESENT_RE.fullmatch(line)
+        unreadable = None if present else _F_UNREADABLE_RE.fullmatch(line)
+        match = present or unreadable
+        if match is None:
+            raise self.error("'F <index> <hex name> metadata|epoch present|unreadable ...'", line)
+        self.index(match.group(1), index, line)
+        raw = self.name(match.group(2), line)
+        which = match.group(3)
+        if present is not None:
+            shown = int(present.group(4))
+            total = None if present.group(5) == "-" else int(present.group(5))
+            truncated = present.group(7) == "1"
+            if total is not None and total < shown:
+                raise self.error("a total line count no smaller than the lines shown", line)
+            if total is None and not truncated:
+                raise self.error("a total line count unless the content is truncated", line)
+            contents = [self.content_line() for _ in range(shown)]
+            state = FileState("present", b"\n".join(contents), truncated, total)
+        else:
+            assert unreadable is not None
+            state = FileState("unreadable", None, reason=unreadable.group(4))
+        entry = current.entries.setdefault(raw, _EntryBuilder())
+        if which in entry.files:
+            raise self.error(f"one record for each file, not a second {which}", line, lineno=lineno)
+        entry.files[which] = state
+
+    def content_line(self) -> bytes:
+        line = self.next_line()
+        match = _T_RE.fullmatch(line)
+        if match is None:
+            raise self.error("a content line 'T [<hex>]'", line)
+        return bytes.fromhex(match.group(1) or "")
+
+    def close(self, line: str, current: _LogDirBuilder, index: int) -> LogDirInfo:
+        match = _Z_RE.fullmatch(line)
+        if match is None:
+            raise self.error("'Z <index> <status>'", line)
+        self.index(match.group(1), index, line)
+        entries = []
+        for raw in sorted(current.entries):
+            builder = current.entries[raw]
+            if not builder.listed:
+                raise self.error("file records only for directories that were listed", raw.hex())
+            entries.append(_entry(current.path, raw, builder))
+        state: LogDirState = "present" if match.group(2) == "0" else "unreadable"
+        return LogDirInfo(current.path, state, tuple(entries))
+
+
+def _entry(log_dir: str, raw: bytes, builder: _EntryBuilder) -> DirEntry:
+    name = os.fsdecode(raw)
+    partition, problem = _partition(name)
+    return DirEntry(
+        log_dir=log_dir,
+        name=name,
+        partition=partition,
+        name_problem=problem,
+        metadata=builder.files.get("metadata", ABSENT),
+        epoch_checkpoint=builder.files.get("epoch", ABSENT),
+    )
+
+
+def _partition(name: str) -> tuple[PartitionDir | None, str | None]:
+    try:
+        partition = parse_partition_dir(name, source="directory name")
+    except FormatError as exc:
+        return None, f"not a partition directory: {exc.field}: expected {exc.expected}"
+    problem = topic_name_problem(partition.topic)
+    if problem is not None:
+        return None, f"not a partition directory: the topic name {problem}"
+    return partition, None
+
+
+def parse_inventory(output: str, *, source: str) -> Inventory:
+    """Parse what `inventory_command` printed; `source` names the broker in errors.
+
+    Raises FormatError (naming `source` and the line) on anything that is not a complete
+    output: a bad header, bad hex, an unknown record, a record for a log dir that was not
+    announced, a missing trailer (a connection that dropped), anything after the trailer.
+    """
+    return _Parser(output, source).parse()
+
+
+# -- classification ----------------------------------------------------------------------------
+
+
+def _printable_path(path: str) -> str:
+    return path if path.isprintable() else repr(path)
+
+
+def classify_metadata(entry: DirEntry) -> MetadataFinding:
+    """Judge an entry's partition.metadata by Kafka's rules (`parse_partition_metadata`).
+
+    The content is the lines awk read joined with b"\\n" (see the module docstring): a final
+    newline is lost and "\\r" stays at line ends, neither of which changes Kafka's verdict.
+    A truncated file is corrupt: Kafka writes about 40 bytes.
+    """
+    metadata = entry.metadata
+    if metadata.state == "absent":
+        return MetadataFinding("missing", None, None)
+    if metadata.state == "unreadable":
+        reason = f"{PARTITION_METADATA} could not be read ({metadata.reason or 'unknown'})"
+        return MetadataFinding("unreadable", None, reason)
+    source = _printable_path(os.path.join(entry.log_dir, entry.name, PARTITION_METADATA))
+    if metadata.truncated or metadata.content is None:
+        return MetadataFinding(
+            "corrupt", None, f"{source}: longer than the inventory reads (truncated)"
+        )
+    try:
+        parsed = parse_partition_metadata(metadata.content, source=source)
+    except FormatError as exc:
+        return MetadataFinding("corrupt", None, str(exc))
+    return MetadataFinding("ok", str(parsed.topic_id), None)

@@ -1,0 +1,212 @@
+"""collect: ZooKeeper (pipelined) plus every broker's disk (one command each, in parallel),
+written as a snapshot directory. Read-only from start to end.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from remediate.collect.inventory import (
+    Inventory,
+    classify_metadata,
+    inventory_command,
+    parse_inventory,
+)
+from remediate.collect.snapshot import BrokerReport, display_name, write_snapshot
+from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, connect, read_cluster_state
+from remediate.config import BrokerConfig, ClusterConfig
+from remediate.errors import ConfigError, FormatError, TransportError
+from remediate.formats.properties import load_properties
+from remediate.ports import Transport
+from remediate.state import ClusterState
+from remediate.transport import LocalTransport, SshSettings, SshTransport
+
+INVENTORY_TIMEOUT_S = 300.0
+Progress = Callable[[str], None]
+
+
+def zk_settings(config: ClusterConfig) -> ZkSettings:
+    zk = config.zookeeper
+    auth = None
+    if zk.auth is not None:
+        password = zk.auth.resolved_password
+        auth = ZkAuth(
+            scheme=zk.auth.scheme,
+            username=zk.auth.username,
+            password=password.get_secret_value() if password is not None else None,
+            sasl_mechanism=zk.auth.mechanism or "DIGEST-MD5",
+        )
+    tls = None
+    if zk.tls is not None:
+        tls = ZkTls(
+            ca_file=zk.tls.ca_file,
+            cert_file=zk.tls.cert_file,
+            key_file=zk.tls.key_file,
+            verify_hostname=zk.tls.verify_hostname,
+        )
+    return ZkSettings(
+        connect=zk.connect, session_timeout_s=zk.session_timeout_s, auth=auth, tls=tls
+    )
+
+
+def transport_for(config: ClusterConfig, broker: BrokerConfig) -> Transport:
+    if broker.transport == "local":
+        return LocalTransport(f"local (broker {broker.id})")
+    target = config.ssh_target(broker.id)
+    return SshTransport(
+        SshSettings(
+            host=target.host,
+            port=target.port,
+            user=target.user,
+            key_file=target.key_file,
+            known_hosts=target.known_hosts,
+            connect_timeout_s=target.connect_timeout_s,
+            key_passphrase=target.key_passphrase.get_secret_value()
+            if target.key_passphrase
+            else None,
+        )
+    )
+
+
+def read_log_dirs(config: ClusterConfig, broker: BrokerConfig, transport: Transport) -> list[str]:
+    """The broker's log dirs: configured, or read from its server.properties (Kafka's
+    `log.dirs`, falling back to `log.dir`, then Kafka's default)."""
+    if broker.log_dirs:
+        return [str(d) for d in broker.log_dirs]
+    path = str(broker.server_properties)
+    command = inventory_file_command(path, sudo=config.use_sudo(broker.id))
+    result = transport.run(command, timeout=60)
+    if not result.ok:
+        reason = result.stderr.strip() or f"exit {result.exit_code}"
+        raise TransportError(f"broker {broker.id}: cannot read {path}: {reason}")
+    props = load_properties(
+        bytes.fromhex(result.stdout.strip()), source=f"broker {broker.id}:{path}"
+    )
+    # Kafka's own default when neither key is set.
+    value = props.get("log.dirs") or props.get("log.dir") or "/tmp/kafka-logs"  # noqa: S108
+    dirs = [d.strip() for d in value.split(",") if d.strip()]
+    if not dirs or not all(d.startswith("/") for d in dirs):
+        raise ConfigError(
+            f"broker {broker.id}:{path}: log.dirs: expected absolute paths, got {value!r}"
+        )
+    return dirs
+
+
+def inventory_file_command(path: str, *, sudo: bool) -> str:
+    """Print a small file as hex (od is POSIX), so its bytes survive any transport."""
+    import shlex  # noqa: PLC0415
+
+    script = 'od -An -v -tx1 -- "$1" | tr -d " \\n"'
+    command = f"sh -c {shlex.quote(script)} sh {shlex.quote(path)}"
+    return f"sudo -n {command}" if sudo else command
+
+
+def replica_rows(inventory: Inventory) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(log_dirs rows, replicas rows) for the snapshot from one broker's inventory."""
+    log_dirs: list[dict[str, Any]] = []
+    replicas: list[dict[str, Any]] = []
+    for log_dir in inventory.log_dirs:
+        log_dirs.append({"log_dir": log_dir.path, "state": log_dir.state})
+        for entry in log_dir.entries:
+            finding = classify_metadata(entry)
+            partition = entry.partition
+            replicas.append(
+                {
+                    "log_dir": log_dir.path,
+                    "dir": display_name(entry.name),
+                    "dir_hex": os.fsencode(entry.name).hex(),
+                    "topic": partition.topic if partition else None,
+                    "partition": partition.partition if partition else None,
+                    "dir_kind": partition.kind if partition else "other",
+                    "name_problem": entry.name_problem,
+                    "metadata_state": finding.state,
+                    "file_topic_id": finding.topic_id,
+                    "metadata_problem": finding.problem,
+                    "epoch_latest": None,
+                }
+            )
+    return log_dirs, replicas
+
+
+def inspect_broker(config: ClusterConfig, broker: BrokerConfig) -> BrokerReport:
+    """Inventory one broker's log dirs; an unreachable broker is a report, never a crash."""
+    transport = transport_for(config, broker)
+    try:
+        log_dirs = read_log_dirs(config, broker, transport)
+        command = inventory_command(log_dirs, sudo=config.use_sudo(broker.id))
+        result = transport.run(command, timeout=INVENTORY_TIMEOUT_S)
+        if not result.ok:
+            raise TransportError(
+                f"inventory command exited {result.exit_code}: {result.stderr.strip()[:300]}"
+            )
+        inventory = parse_inventory(
+            result.stdout, source=f"broker {broker.id} ({transport.description})"
+        )
+    except (TransportError, FormatError, ConfigError) as exc:
+        return BrokerReport(
+            broker.id, broker.host, configured=True, reachable=False, error=str(exc)
+        )
+    finally:
+        transport.close()
+    dirs, replicas = replica_rows(inventory)
+    return BrokerReport(
+        broker.id,
+        broker.host,
+        configured=True,
+        reachable=True,
+        error=None,
+        log_dirs=tuple(dirs),
+        replicas=tuple(replicas),
+    )
+
+
+@dataclass(frozen=True)
+class Collected:
+    directory: Path
+    state: ClusterState
+    brokers: tuple[BrokerReport, ...]
+
+
+def collect_brokers(
+    config: ClusterConfig,
+    broker_ids: Sequence[int] | None = None,
+    *,
+    progress: Progress | None = None,
+) -> tuple[BrokerReport, ...]:
+    brokers = [b for b in config.brokers if broker_ids is None or b.id in broker_ids]
+    with ThreadPoolExecutor(max_workers=max(1, min(32, len(brokers)))) as pool:
+        futures = {b.id: pool.submit(inspect_broker, config, b) for b in brokers}
+        reports = []
+        for broker_id, future in futures.items():
+            report = future.result()
+            if progress is not None:
+                progress(
+                    f"broker {broker_id}: "
+                    + ("ok" if report.reachable else f"UNREACHABLE ({report.error})")
+                )
+            reports.append(report)
+    return tuple(reports)
+
+
+def collect(
+    config: ClusterConfig, directory: Path, *, progress: Progress | None = None
+) -> Collected:
+    """Read ZooKeeper and every broker, write the snapshot to `directory`."""
+    zk = connect(zk_settings(config))
+    try:
+        if progress is not None:
+            progress(f"reading ZooKeeper {config.zookeeper.connect}")
+        state = read_cluster_state(zk)
+    finally:
+        zk.stop()
+        zk.close()
+    if progress is not None:
+        progress(f"ZooKeeper: {len(state.topics)} topics, {len(state.partitions)} partitions")
+    reports = collect_brokers(config, progress=progress)
+    write_snapshot(directory, cluster=config.cluster, state=state, brokers=reports)
+    return Collected(directory, state, reports)

@@ -1,0 +1,213 @@
+"""The snapshot directory: what collect saw, one JSON object per line, readable by Spark.
+
+    meta.json            cluster, cluster id, time, controller, tool version, problems
+    brokers.jsonl        one row per broker (configured or registered): reachable, registered
+    topics.jsonl         one row per topic: ZooKeeper's topic id, znode version, partitions
+    assignments.jsonl    one row per assigned replica (topic, partition, broker, position)
+    states.jsonl         one row per partition state znode (leader, leader_epoch, isr)
+    topic_configs.jsonl  one row per topic config key
+    log_dirs.jsonl       one row per configured log dir and what it was on disk
+    replicas.jsonl       one row per directory found in a log dir, with its partition.metadata
+
+A snapshot can be scanned later or elsewhere; several snapshots (a fleet) can be scanned
+together: every row carries its cluster's name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from remediate import __version__
+from remediate.errors import ScanError
+from remediate.state import ClusterState
+
+FORMAT = 1
+TABLES = (
+    "brokers",
+    "topics",
+    "assignments",
+    "states",
+    "topic_configs",
+    "log_dirs",
+    "replicas",
+)
+META = "meta.json"
+
+
+def display_name(name: str) -> str:
+    """A directory name made printable: escapes for anything not plain text."""
+    raw = os.fsencode(name)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", "backslashreplace")
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
+
+
+@dataclass(frozen=True)
+class BrokerReport:
+    """What collect learnt about one broker's host."""
+
+    broker_id: int
+    host: str
+    configured: bool
+    reachable: bool
+    error: str | None
+    log_dirs: tuple[Mapping[str, Any], ...] = ()
+    replicas: tuple[Mapping[str, Any], ...] = ()
+
+
+def rows_from_state(
+    cluster: str, state: ClusterState, brokers: Iterable[BrokerReport]
+) -> dict[str, list[dict[str, Any]]]:
+    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
+    reports = {b.broker_id: b for b in brokers}
+    for broker_id in sorted(set(reports) | set(state.brokers)):
+        report = reports.get(broker_id)
+        registration = state.brokers.get(broker_id)
+        endpoint = registration.endpoint() if registration else None
+        tables["brokers"].append(
+            {
+                "cluster": cluster,
+                "broker": broker_id,
+                "host": report.host if report else (endpoint.host if endpoint else None),
+                "configured": bool(report and report.configured),
+                "registered": registration is not None,
+                "broker_epoch": registration.epoch if registration else None,
+                "rack": registration.rack if registration else None,
+                "is_controller": state.controller_id == broker_id,
+                "reachable": bool(report and report.reachable),
+                "error": report.error if report else "not in cluster.yaml: disk not inspected",
+            }
+        )
+        if report is not None:
+            tables["log_dirs"] += [
+                {"cluster": cluster, "broker": broker_id, **row} for row in report.log_dirs
+            ]
+            tables["replicas"] += [
+                {"cluster": cluster, "broker": broker_id, **row} for row in report.replicas
+            ]
+    for name, topic in sorted(state.topics.items()):
+        tables["topics"].append(
+            {
+                "cluster": cluster,
+                "topic": name,
+                "zk_topic_id": topic.topic_id,
+                "znode_version": topic.znode_version,
+                "data_version": topic.assignment.version,
+                "partition_count": len(topic.assignment.partitions),
+                "min_isr": _int_or_none(topic.config.get("min.insync.replicas")),
+            }
+        )
+        for key, value in sorted(topic.config.items()):
+            tables["topic_configs"].append(
+                {"cluster": cluster, "topic": name, "key": key, "value": value}
+            )
+        for number, replicas in sorted(topic.assignment.partitions.items()):
+            for position, replica in enumerate(replicas):
+                tables["assignments"].append(
+                    {
+                        "cluster": cluster,
+                        "topic": name,
+                        "partition": number,
+                        "broker": replica,
+                        "position": position,
+                    }
+                )
+    for (name, number), partition in sorted(state.partitions.items()):
+        tables["states"].append(
+            {
+                "cluster": cluster,
+                "topic": name,
+                "partition": number,
+                "leader": partition.leader,
+                "leader_epoch": partition.leader_epoch,
+                "isr": list(partition.isr),
+                "zk_version": partition.zk_version,
+                "controller_epoch": partition.controller_epoch,
+            }
+        )
+    return tables
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value is not None and value.strip().isdigit() else None
+
+
+def write_snapshot(
+    directory: Path,
+    *,
+    cluster: str,
+    state: ClusterState,
+    brokers: Iterable[BrokerReport],
+    extra_problems: Iterable[str] = (),
+    now: datetime | None = None,
+) -> Path:
+    """Write a snapshot directory (tables first, meta.json last: a snapshot is complete
+    exactly when meta.json exists)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    meta_path = directory / META
+    if meta_path.exists():
+        meta_path.unlink()
+    reports = list(brokers)
+    tables = rows_from_state(cluster, state, reports)
+    for name, rows in tables.items():
+        with open(directory / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=True, separators=(",", ":")) + "\n")
+    meta = {
+        "format": FORMAT,
+        "cluster": cluster,
+        "cluster_id": state.cluster_id,
+        "collected_at": (now or datetime.now(timezone.utc)).isoformat(),
+        "controller": state.controller_id,
+        "controller_epoch": state.controller_epoch,
+        "tool_version": __version__,
+        "brokers_configured": sorted(b.broker_id for b in reports if b.configured),
+        "problems": [*state.problems, *extra_problems],
+        "counts": {name: len(rows) for name, rows in tables.items()},
+    }
+    tmp = meta_path.with_name(META + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp, meta_path)
+    return directory
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    path = directory / META
+    try:
+        meta = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ScanError(
+            f"{directory}: not a snapshot (no {META}; an interrupted collect?)"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ScanError(f"{path}: cannot read: {exc}") from exc
+    got = meta.get("format") if isinstance(meta, dict) else meta
+    if not isinstance(meta, dict) or got != FORMAT:
+        raise ScanError(f"{path}: format: expected {FORMAT}, got {got!r}")
+    return meta
+
+
+def read_rows(directory: Path, table: str) -> Iterator[dict[str, Any]]:
+    """Rows of one table (for small snapshots and tests; Spark reads the files itself)."""
+    path = directory / f"{table}.jsonl"
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise ScanError(f"{path}:{number}: not a JSON object: {exc}") from exc
+            if not isinstance(row, dict):
+                raise ScanError(f"{path}:{number}: expected a JSON object")
+            yield row

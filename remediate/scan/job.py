@@ -1,0 +1,237 @@
+"""The Spark classification: snapshot tables in, one finding per replica (and per topic,
+partition and broker where design.md says so) out, plus a per-broker summary.
+
+Every snapshot row carries its cluster's name, so the same job classifies one snapshot or a
+whole fleet of them. The rules, in the order they apply to an assigned replica on a broker
+whose disk was inspected:
+
+    no directory for it                      REPLICA_DIR_MISSING
+    no partition.metadata                    METADATA_MISSING
+    a file Kafka would not parse             METADATA_CORRUPT
+    ZooKeeper has no id, or the ids agree    OK
+    ids differ, broker in the ISR            TOPIC_ID_MISMATCH
+    ids differ, broker not in the ISR        TOPIC_ID_MISMATCH_OUT_OF_ISR
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from remediate.collect.snapshot import TABLES
+
+
+def _schema(*fields: tuple[str, Any]) -> StructType:
+    return StructType([StructField(name, kind, True) for name, kind in fields])
+
+
+S, N, L, B = StringType(), IntegerType(), LongType(), BooleanType()
+SCHEMAS: dict[str, StructType] = {
+    "brokers": _schema(
+        ("cluster", S),
+        ("broker", N),
+        ("host", S),
+        ("configured", B),
+        ("registered", B),
+        ("broker_epoch", L),
+        ("rack", S),
+        ("is_controller", B),
+        ("reachable", B),
+        ("error", S),
+    ),
+    "topics": _schema(
+        ("cluster", S),
+        ("topic", S),
+        ("zk_topic_id", S),
+        ("znode_version", N),
+        ("data_version", N),
+        ("partition_count", N),
+        ("min_isr", N),
+    ),
+    "assignments": _schema(
+        ("cluster", S), ("topic", S), ("partition", N), ("broker", N), ("position", N)
+    ),
+    "states": _schema(
+        ("cluster", S),
+        ("topic", S),
+        ("partition", N),
+        ("leader", N),
+        ("leader_epoch", N),
+        ("isr", ArrayType(N)),
+        ("zk_version", N),
+        ("controller_epoch", N),
+    ),
+    "topic_configs": _schema(("cluster", S), ("topic", S), ("key", S), ("value", S)),
+    "log_dirs": _schema(("cluster", S), ("broker", N), ("log_dir", S), ("state", S)),
+    "replicas": _schema(
+        ("cluster", S),
+        ("broker", N),
+        ("log_dir", S),
+        ("dir", S),
+        ("dir_hex", S),
+        ("topic", S),
+        ("partition", N),
+        ("dir_kind", S),
+        ("name_problem", S),
+        ("metadata_state", S),
+        ("file_topic_id", S),
+        ("metadata_problem", S),
+        ("epoch_latest", N),
+    ),
+}
+
+SEVERITY = {
+    "OK": "OK",
+    "TOPIC_ID_MISMATCH": "WARNING",
+    "TOPIC_ID_MISMATCH_OUT_OF_ISR": "CRITICAL",
+    "METADATA_MISSING": "INFO",
+    "METADATA_CORRUPT": "CRITICAL",
+    "ZK_TOPIC_ID_MISSING": "WARNING",
+    "REPLICA_DIR_MISSING": "WARNING",
+    "ORPHAN_DIR": "INFO",
+    "BROKER_UNREACHABLE": "UNKNOWN",
+    "PARTITION_OFFLINE": "CRITICAL",
+}
+MISMATCH_KINDS = ("TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR")
+
+FINDING_COLUMNS = (
+    "cluster, kind, broker, topic, partition, file_topic_id, zk_topic_id, in_isr,"
+    " log_dir, dir, detail"
+)
+
+# The SQL is assembled from constants only; no input reaches it.
+CLASSIFY_SQL = f"""
+WITH dirs AS (
+    SELECT r.*, row_number() OVER (
+               PARTITION BY cluster, broker, topic, partition ORDER BY log_dir) AS copy
+    FROM replicas r
+    WHERE dir_kind = 'live' AND topic IS NOT NULL AND name_problem IS NULL
+),
+assigned AS (
+    SELECT a.cluster, a.topic, a.partition, a.broker, t.zk_topic_id,
+           coalesce(array_contains(s.isr, a.broker), false) AS in_isr
+    FROM assignments a
+    JOIN topics t ON t.cluster = a.cluster AND t.topic = a.topic
+    LEFT JOIN states s ON s.cluster = a.cluster AND s.topic = a.topic AND s.partition = a.partition
+    JOIN brokers b ON b.cluster = a.cluster AND b.broker = a.broker AND b.reachable
+),
+absent_log_dirs AS (
+    SELECT cluster, broker,
+           concat('log dir ', concat_ws(', ', collect_list(concat(log_dir, ' is ', state))))
+               AS note
+    FROM log_dirs WHERE state <> 'present' GROUP BY cluster, broker
+),
+replica_findings AS (
+    SELECT x.cluster,
+           CASE
+               WHEN d.topic IS NULL THEN 'REPLICA_DIR_MISSING'
+               WHEN d.metadata_state = 'missing' THEN 'METADATA_MISSING'
+               WHEN d.metadata_state IN ('corrupt', 'unreadable') THEN 'METADATA_CORRUPT'
+               WHEN x.zk_topic_id IS NULL OR d.file_topic_id = x.zk_topic_id THEN 'OK'
+               WHEN x.in_isr THEN 'TOPIC_ID_MISMATCH'
+               ELSE 'TOPIC_ID_MISMATCH_OUT_OF_ISR'
+           END AS kind,
+           x.broker, x.topic, x.partition, d.file_topic_id, x.zk_topic_id, x.in_isr,
+           d.log_dir, d.dir,
+           CASE
+               WHEN d.metadata_state IN ('corrupt', 'unreadable') THEN d.metadata_problem
+               WHEN d.topic IS NULL THEN m.note
+           END AS detail
+    FROM assigned x
+    LEFT JOIN dirs d
+        ON d.cluster = x.cluster AND d.broker = x.broker AND d.topic = x.topic
+       AND d.partition = x.partition AND d.copy = 1
+    LEFT JOIN absent_log_dirs m ON m.cluster = x.cluster AND m.broker = x.broker
+),
+orphans AS (
+    SELECT r.cluster, 'ORPHAN_DIR' AS kind, r.broker, r.topic, r.partition, r.file_topic_id,
+           t.zk_topic_id, CAST(NULL AS BOOLEAN) AS in_isr, r.log_dir, r.dir,
+           CASE
+               WHEN r.name_problem IS NOT NULL
+                   THEN concat('not a partition directory: ', r.name_problem)
+               WHEN r.dir_kind = 'stray' THEN 'marked stray by the broker'
+               WHEN t.topic IS NULL THEN 'topic does not exist in ZooKeeper'
+               ELSE 'partition not assigned to this broker'
+           END AS detail
+    FROM replicas r
+    LEFT JOIN topics t ON t.cluster = r.cluster AND t.topic = r.topic
+    LEFT ANTI JOIN assignments a
+        ON a.cluster = r.cluster AND a.broker = r.broker AND a.topic = r.topic
+       AND a.partition = r.partition AND r.dir_kind = 'live' AND r.name_problem IS NULL
+    WHERE r.dir_kind IN ('live', 'stray', 'other')
+),
+topic_findings AS (
+    SELECT cluster, 'ZK_TOPIC_ID_MISSING' AS kind, CAST(NULL AS INT) AS broker, topic,
+           CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS file_topic_id,
+           CAST(NULL AS STRING) AS zk_topic_id, CAST(NULL AS BOOLEAN) AS in_isr,
+           CAST(NULL AS STRING) AS log_dir, CAST(NULL AS STRING) AS dir,
+           concat('topic znode version ', coalesce(CAST(data_version AS STRING), '?'),
+                  ' has no topic_id') AS detail
+    FROM topics WHERE zk_topic_id IS NULL
+),
+offline AS (
+    SELECT s.cluster, 'PARTITION_OFFLINE' AS kind, CAST(NULL AS INT) AS broker, s.topic,
+           s.partition, CAST(NULL AS STRING) AS file_topic_id, t.zk_topic_id,
+           CAST(NULL AS BOOLEAN) AS in_isr, CAST(NULL AS STRING) AS log_dir,
+           CAST(NULL AS STRING) AS dir,
+           concat('leader -1, isr [', array_join(s.isr, ','), ']') AS detail
+    FROM states s JOIN topics t ON t.cluster = s.cluster AND t.topic = s.topic
+    WHERE s.leader < 0
+),
+unreachable AS (
+    SELECT cluster, 'BROKER_UNREACHABLE' AS kind, broker, CAST(NULL AS STRING) AS topic,
+           CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS file_topic_id,
+           CAST(NULL AS STRING) AS zk_topic_id, CAST(NULL AS BOOLEAN) AS in_isr,
+           CAST(NULL AS STRING) AS log_dir, CAST(NULL AS STRING) AS dir, error AS detail
+    FROM brokers WHERE NOT reachable
+)
+SELECT {FINDING_COLUMNS} FROM replica_findings
+UNION ALL SELECT {FINDING_COLUMNS} FROM orphans
+UNION ALL SELECT {FINDING_COLUMNS} FROM topic_findings
+UNION ALL SELECT {FINDING_COLUMNS} FROM offline
+UNION ALL SELECT {FINDING_COLUMNS} FROM unreachable
+"""  # noqa: S608
+
+SUMMARY_SQL = f"""
+SELECT b.cluster, b.broker AS id, b.is_controller, b.registered, b.reachable,
+       coalesce(map_from_entries(collect_list(
+           CASE WHEN f.kind IS NOT NULL THEN struct(f.kind, f.n) END)), map()) AS counts,
+       coalesce(sum(CASE WHEN f.kind IN {MISMATCH_KINDS!r} THEN f.n END), 0) > 0 AS needs_fix
+FROM brokers b
+LEFT JOIN (
+    SELECT cluster, broker, kind, count(*) AS n FROM findings
+    WHERE broker IS NOT NULL GROUP BY cluster, broker, kind
+) f ON f.cluster = b.cluster AND f.broker = b.broker
+GROUP BY b.cluster, b.broker, b.is_controller, b.registered, b.reachable
+"""  # noqa: S608
+
+
+def load_tables(spark: SparkSession, snapshot_dirs: Sequence[str]) -> dict[str, DataFrame]:
+    """Read every table of every snapshot directory, with fixed schemas (no inference)."""
+    tables: dict[str, DataFrame] = {}
+    for name in TABLES:
+        paths = [f"{d.rstrip('/')}/{name}.jsonl" for d in snapshot_dirs]
+        frame = spark.read.schema(SCHEMAS[name]).option("mode", "FAILFAST").json(paths)
+        tables[name] = frame
+        frame.createOrReplaceTempView(name)
+    return tables
+
+
+def classify(spark: SparkSession, snapshot_dirs: Sequence[str]) -> tuple[DataFrame, DataFrame]:
+    """(findings, broker summary) for the snapshots; both are lazy DataFrames."""
+    load_tables(spark, snapshot_dirs)
+    findings = spark.sql(CLASSIFY_SQL)
+    findings.createOrReplaceTempView("findings")
+    summary = spark.sql(SUMMARY_SQL)
+    return findings, summary

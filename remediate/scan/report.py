@@ -1,0 +1,176 @@
+"""The scan's result: findings and per-broker summary, their worst severity, and the JSON and
+exit code design.md promises (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from remediate.scan.job import MISMATCH_KINDS, SEVERITY
+
+STATUS_ORDER = ("OK", "WARNING", "UNKNOWN", "CRITICAL")
+EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
+# Worst first when sorting findings for people.
+SEVERITY_RANK = {"CRITICAL": 0, "UNKNOWN": 1, "WARNING": 2, "INFO": 3, "OK": 4}
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    cluster: str
+    broker: int | None = None
+    topic: str | None = None
+    partition: int | None = None
+    file_topic_id: str | None = None
+    zk_topic_id: str | None = None
+    in_isr: bool | None = None
+    log_dir: str | None = None
+    dir: str | None = None
+    detail: str | None = None
+
+    @property
+    def severity(self) -> str:
+        return SEVERITY[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "cluster": self.cluster,
+            "broker": self.broker,
+            "topic": self.topic,
+            "partition": self.partition,
+            "file_topic_id": self.file_topic_id,
+            "zk_topic_id": self.zk_topic_id,
+            "in_isr": self.in_isr,
+            "log_dir": self.log_dir,
+            "dir": self.dir,
+            "detail": self.detail,
+        }
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (
+            SEVERITY_RANK[self.severity],
+            self.kind,
+            self.cluster,
+            self.broker if self.broker is not None else -1,
+            self.topic or "",
+            self.partition if self.partition is not None else -1,
+            self.dir or "",
+        )
+
+
+@dataclass(frozen=True)
+class BrokerSummary:
+    cluster: str
+    id: int
+    is_controller: bool
+    registered: bool
+    reachable: bool
+    counts: Mapping[str, int]
+
+    @property
+    def needs_fix(self) -> bool:
+        return any(self.counts.get(kind, 0) for kind in MISMATCH_KINDS)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "id": self.id,
+            "is_controller": self.is_controller,
+            "registered": self.registered,
+            "reachable": self.reachable,
+            "needs_fix": self.needs_fix,
+            "counts": dict(sorted(self.counts.items())),
+        }
+
+
+def worst(statuses: Iterable[str]) -> str:
+    result = "OK"
+    for status in statuses:
+        if status in STATUS_ORDER and STATUS_ORDER.index(status) > STATUS_ORDER.index(result):
+            result = status
+    return result
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    clusters: tuple[str, ...]
+    findings: tuple[Finding, ...]
+    brokers: tuple[BrokerSummary, ...]
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def status(self) -> str:
+        statuses = [f.severity for f in self.findings if f.severity not in ("INFO", "OK")]
+        if self.problems:
+            statuses.append("UNKNOWN")
+        return worst(statuses)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def counts(self) -> Counter[str]:
+        return Counter(f.kind for f in self.findings)
+
+    def to_json(self, *, include_ok: bool = False) -> dict[str, Any]:
+        findings = [f for f in self.findings if include_ok or f.kind != "OK"]
+        return {
+            "cluster": self.clusters[0] if len(self.clusters) == 1 else list(self.clusters),
+            "status": self.status,
+            "counts": dict(sorted(self.counts().items())),
+            "problems": list(self.problems),
+            "findings": [f.to_json() for f in sorted(findings, key=Finding.sort_key)],
+            "brokers": [b.to_json() for b in self.brokers],
+        }
+
+    def summary_line(self) -> str:
+        counts = self.counts()
+        shown = [f"{kind}={n}" for kind, n in sorted(counts.items()) if kind != "OK"]
+        replicas = sum(
+            n
+            for kind, n in counts.items()
+            if kind
+            not in ("ZK_TOPIC_ID_MISSING", "PARTITION_OFFLINE", "BROKER_UNREACHABLE", "ORPHAN_DIR")
+        )
+        text = f"{self.status}: {replicas} replicas checked"
+        if shown:
+            text += "; " + ", ".join(shown)
+        if self.problems:
+            text += f"; {len(self.problems)} problem(s) reading the cluster"
+        return text
+
+
+def build_report(
+    findings: Sequence[Mapping[str, Any]],
+    summary: Sequence[Mapping[str, Any]],
+    *,
+    clusters: Sequence[str],
+    problems: Sequence[str] = (),
+) -> ScanReport:
+    """A ScanReport from the rows the Spark job produced."""
+    return ScanReport(
+        clusters=tuple(clusters),
+        findings=tuple(Finding(**dict(row)) for row in findings),
+        brokers=tuple(
+            sorted(
+                (
+                    BrokerSummary(
+                        cluster=row["cluster"],
+                        id=row["id"],
+                        is_controller=bool(row["is_controller"]),
+                        registered=bool(row["registered"]),
+                        reachable=bool(row["reachable"]),
+                        counts={k: int(v) for k, v in (row["counts"] or {}).items()},
+                    )
+                    for row in summary
+                ),
+                key=lambda b: (b.cluster, b.id),
+            )
+        ),
+        problems=tuple(problems),
+    )
