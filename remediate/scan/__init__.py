@@ -1,0 +1,1 @@
+"""The scan: classify snapshots on Spark and report."""
