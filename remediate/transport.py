@@ -13,14 +13,26 @@ from pathlib import Path
 
 import paramiko
 from fabric import Config, Connection
+from fabric.runners import Remote
 from invoke.config import Config as InvokeConfig
 from invoke.context import Context
 from invoke.exceptions import CommandTimedOut, UnexpectedExit
+from invoke.runners import Local
 
 from remediate.errors import HostKeyError, TransportError
 from remediate.ports import CommandResult
 
 SHELL = "/bin/sh"
+# invoke reads command output 1000 bytes at a time; an inventory is megabytes.
+READ_CHUNK = 64 * 1024
+
+
+class _Local(Local):
+    read_chunk_size = READ_CHUNK
+
+
+class _Remote(Remote):  # type: ignore[misc]  # fabric ships no type hints
+    read_chunk_size = READ_CHUNK
 
 
 class LocalTransport:
@@ -28,7 +40,9 @@ class LocalTransport:
 
     def __init__(self, description: str = "local") -> None:
         self._description = description
-        self._context = Context(InvokeConfig(overrides={"run": {"shell": SHELL}}))
+        self._context = Context(
+            InvokeConfig(overrides={"run": {"shell": SHELL}, "runners": {"local": _Local}})
+        )
 
     @property
     def description(self) -> str:
@@ -99,7 +113,7 @@ class SshTransport:
             s.host,
             user=s.user,
             port=s.port,
-            config=Config(overrides={"load_ssh_configs": False}),
+            config=Config(overrides={"load_ssh_configs": False, "runners": {"remote": _Remote}}),
             connect_timeout=int(max(1, s.connect_timeout_s)),
             connect_kwargs=connect_kwargs,
         )

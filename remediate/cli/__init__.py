@@ -7,6 +7,7 @@ import sys
 import click
 
 from remediate import __version__
+from remediate.cli.plan import plan
 from remediate.cli.sandbox import sandbox
 from remediate.cli.scan import check, scan
 from remediate.errors import RemediationError
@@ -24,6 +25,7 @@ def cli() -> None:
 cli.add_command(sandbox)
 cli.add_command(scan)
 cli.add_command(check)
+cli.add_command(plan)
 
 
 def main() -> None:

@@ -56,7 +56,12 @@ def _snapshot_dir(out_dir: Path | None) -> Iterator[Path]:
 
 
 def collect_and_scan(
-    config: ClusterConfig, *, out_dir: Path | None, master: str | None, quiet: bool
+    config: ClusterConfig,
+    *,
+    out_dir: Path | None,
+    master: str | None,
+    quiet: bool,
+    include_ok: bool = False,
 ) -> ScanReport:
     with _snapshot_dir(out_dir) as snapshot:
         if quiet:
@@ -74,6 +79,7 @@ def collect_and_scan(
                 master=master or config.spark.master,
                 conf=config.spark.conf,
                 out_dir=out_dir,
+                include_ok=include_ok,
             )
         else:
             with err.status("classifying on Spark"):
@@ -82,6 +88,7 @@ def collect_and_scan(
                     master=master or config.spark.master,
                     conf=config.spark.conf,
                     out_dir=out_dir,
+                    include_ok=include_ok,
                 )
     return report
 
@@ -187,12 +194,19 @@ def scan(
     Exit codes: 0 healthy, 1 warning, 2 critical, 3 unknown.
     """
     if snapshots:
-        report, _ = run_scan(list(snapshots), master=spark_master or "local[*]", out_dir=out_dir)
+        report, _ = run_scan(
+            list(snapshots),
+            master=spark_master or "local[*]",
+            out_dir=out_dir,
+            include_ok=include_ok,
+        )
     else:
         if config_path is None:
             raise click.UsageError("give -c cluster.yaml (or --snapshot DIR)")
         config = load_cluster_config(config_path)
-        report = collect_and_scan(config, out_dir=out_dir, master=spark_master, quiet=as_json)
+        report = collect_and_scan(
+            config, out_dir=out_dir, master=spark_master, quiet=as_json, include_ok=include_ok
+        )
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(include_ok=include_ok), indent=2) + "\n")
     else:

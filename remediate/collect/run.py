@@ -22,6 +22,7 @@ from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, connect, read
 from remediate.config import BrokerConfig, ClusterConfig
 from remediate.errors import ConfigError, FormatError, TransportError
 from remediate.formats.properties import load_properties
+from remediate.gcpause import gc_paused
 from remediate.ports import Transport
 from remediate.state import ClusterState
 from remediate.transport import LocalTransport, SshSettings, SshTransport
@@ -106,6 +107,17 @@ def inventory_file_command(path: str, *, sudo: bool) -> str:
     return f"sudo -n {command}" if sudo else command
 
 
+def latest_epoch(tail: bytes | None) -> int | None:
+    """The epoch of the last entry of a leader-epoch-checkpoint tail (None if unknown)."""
+    if not tail:
+        return None
+    last = tail.rsplit(b"\n", 1)[-1].split()
+    if len(last) != 2 or not last[0].isdigit():
+        return None
+    epoch = int(last[0])
+    return epoch if epoch < 2**31 else None
+
+
 def replica_rows(inventory: Inventory) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(log_dirs rows, replicas rows) for the snapshot from one broker's inventory."""
     log_dirs: list[dict[str, Any]] = []
@@ -127,7 +139,7 @@ def replica_rows(inventory: Inventory) -> tuple[list[dict[str, Any]], list[dict[
                     "metadata_state": finding.state,
                     "file_topic_id": finding.topic_id,
                     "metadata_problem": finding.problem,
-                    "epoch_latest": None,
+                    "epoch_latest": latest_epoch(entry.epoch_checkpoint.content),
                 }
             )
     return log_dirs, replicas
@@ -138,7 +150,7 @@ def inspect_broker(config: ClusterConfig, broker: BrokerConfig) -> BrokerReport:
     transport = transport_for(config, broker)
     try:
         log_dirs = read_log_dirs(config, broker, transport)
-        command = inventory_command(log_dirs, sudo=config.use_sudo(broker.id))
+        command = inventory_command(log_dirs, sudo=config.use_sudo(broker.id), epoch_tail_lines=1)
         result = transport.run(command, timeout=INVENTORY_TIMEOUT_S)
         if not result.ok:
             raise TransportError(
@@ -207,6 +219,7 @@ def collect(
         zk.close()
     if progress is not None:
         progress(f"ZooKeeper: {len(state.topics)} topics, {len(state.partitions)} partitions")
-    reports = collect_brokers(config, progress=progress)
-    write_snapshot(directory, cluster=config.cluster, state=state, brokers=reports)
+    with gc_paused():
+        reports = collect_brokers(config, progress=progress)
+        write_snapshot(directory, cluster=config.cluster, state=state, brokers=reports)
     return Collected(directory, state, reports)

@@ -159,10 +159,10 @@ def write_snapshot(
         meta_path.unlink()
     reports = list(brokers)
     tables = rows_from_state(cluster, state, reports)
+    encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
     for name, rows in tables.items():
         with open(directory / f"{name}.jsonl", "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=True, separators=(",", ":")) + "\n")
+            handle.writelines(encode(row) + "\n" for row in rows)
     meta = {
         "format": FORMAT,
         "cluster": cluster,

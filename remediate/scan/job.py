@@ -203,18 +203,10 @@ UNION ALL SELECT {FINDING_COLUMNS} FROM offline
 UNION ALL SELECT {FINDING_COLUMNS} FROM unreachable
 """  # noqa: S608
 
-SUMMARY_SQL = f"""
-SELECT b.cluster, b.broker AS id, b.is_controller, b.registered, b.reachable,
-       coalesce(map_from_entries(collect_list(
-           CASE WHEN f.kind IS NOT NULL THEN struct(f.kind, f.n) END)), map()) AS counts,
-       coalesce(sum(CASE WHEN f.kind IN {MISMATCH_KINDS!r} THEN f.n END), 0) > 0 AS needs_fix
-FROM brokers b
-LEFT JOIN (
-    SELECT cluster, broker, kind, count(*) AS n FROM findings
-    WHERE broker IS NOT NULL GROUP BY cluster, broker, kind
-) f ON f.cluster = b.cluster AND f.broker = b.broker
-GROUP BY b.cluster, b.broker, b.is_controller, b.registered, b.reachable
-"""  # noqa: S608
+COUNTS_SQL = (
+    "SELECT cluster, broker, kind, count(*) AS n FROM findings GROUP BY cluster, broker, kind"
+)
+BROKERS_SQL = "SELECT cluster, broker, is_controller, registered, reachable FROM brokers"
 
 
 def load_tables(spark: SparkSession, snapshot_dirs: Sequence[str]) -> dict[str, DataFrame]:
@@ -228,10 +220,14 @@ def load_tables(spark: SparkSession, snapshot_dirs: Sequence[str]) -> dict[str, 
     return tables
 
 
-def classify(spark: SparkSession, snapshot_dirs: Sequence[str]) -> tuple[DataFrame, DataFrame]:
-    """(findings, broker summary) for the snapshots; both are lazy DataFrames."""
+def classify(
+    spark: SparkSession, snapshot_dirs: Sequence[str]
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(findings, counts per cluster/broker/kind, brokers) for the snapshots, lazily.
+
+    The findings are cached: the counts and the rows a caller collects come from one pass.
+    """
     load_tables(spark, snapshot_dirs)
-    findings = spark.sql(CLASSIFY_SQL)
+    findings = spark.sql(CLASSIFY_SQL).cache()
     findings.createOrReplaceTempView("findings")
-    summary = spark.sql(SUMMARY_SQL)
-    return findings, summary
+    return findings, spark.sql(COUNTS_SQL), spark.sql(BROKERS_SQL)

@@ -98,10 +98,13 @@ def worst(statuses: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class ScanReport:
+    """Findings (OK replicas only when asked for) and the counts of every kind."""
+
     clusters: tuple[str, ...]
     findings: tuple[Finding, ...]
     brokers: tuple[BrokerSummary, ...]
     problems: tuple[str, ...] = field(default_factory=tuple)
+    kind_counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -115,7 +118,11 @@ class ScanReport:
         return EXIT_CODES[self.status]
 
     def counts(self) -> Counter[str]:
-        return Counter(f.kind for f in self.findings)
+        return (
+            Counter(self.kind_counts)
+            if self.kind_counts
+            else Counter(f.kind for f in self.findings)
+        )
 
     def to_json(self, *, include_ok: bool = False) -> dict[str, Any]:
         findings = [f for f in self.findings if include_ok or f.kind != "OK"]
@@ -147,30 +154,35 @@ class ScanReport:
 
 def build_report(
     findings: Sequence[Mapping[str, Any]],
-    summary: Sequence[Mapping[str, Any]],
+    counts: Sequence[Mapping[str, Any]],
+    brokers: Sequence[Mapping[str, Any]],
     *,
     clusters: Sequence[str],
     problems: Sequence[str] = (),
 ) -> ScanReport:
-    """A ScanReport from the rows the Spark job produced."""
+    """A ScanReport from the rows the Spark job produced: findings (maybe without the OK
+    ones), counts per (cluster, broker, kind), and the brokers table."""
+    per_broker: dict[tuple[str, int], dict[str, int]] = {}
+    totals: Counter[str] = Counter()
+    for row in counts:
+        totals[row["kind"]] += int(row["n"])
+        if row["broker"] is not None:
+            per_broker.setdefault((row["cluster"], row["broker"]), {})[row["kind"]] = int(row["n"])
+    summaries = [
+        BrokerSummary(
+            cluster=row["cluster"],
+            id=row["broker"],
+            is_controller=bool(row["is_controller"]),
+            registered=bool(row["registered"]),
+            reachable=bool(row["reachable"]),
+            counts=per_broker.get((row["cluster"], row["broker"]), {}),
+        )
+        for row in brokers
+    ]
     return ScanReport(
         clusters=tuple(clusters),
         findings=tuple(Finding(**dict(row)) for row in findings),
-        brokers=tuple(
-            sorted(
-                (
-                    BrokerSummary(
-                        cluster=row["cluster"],
-                        id=row["id"],
-                        is_controller=bool(row["is_controller"]),
-                        registered=bool(row["registered"]),
-                        reachable=bool(row["reachable"]),
-                        counts={k: int(v) for k, v in (row["counts"] or {}).items()},
-                    )
-                    for row in summary
-                ),
-                key=lambda b: (b.cluster, b.id),
-            )
-        ),
+        brokers=tuple(sorted(summaries, key=lambda b: (b.cluster, b.id))),
         problems=tuple(problems),
+        kind_counts=dict(totals),
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from remediate.collect.snapshot import read_meta
 from remediate.errors import ScanError
+from remediate.gcpause import gc_paused
 from remediate.scan.report import ScanReport, build_report
 
 DEFAULT_MASTER = "local[*]"
@@ -51,8 +52,13 @@ def classify_snapshots(
     snapshot_dirs: Sequence[Path],
     *,
     out_dir: Path | None = None,
+    include_ok: bool = False,
 ) -> tuple[ScanReport, float]:
-    """Classify snapshots with an existing session; returns the report and the seconds taken."""
+    """Classify snapshots with an existing session; returns the report and the seconds taken.
+
+    OK replicas are counted; their rows are collected only with `include_ok` (or `out_dir`,
+    whose findings.jsonl lists every finding).
+    """
     from remediate.scan.job import classify  # noqa: PLC0415
 
     metas = [read_meta(d) for d in snapshot_dirs]
@@ -60,12 +66,18 @@ def classify_snapshots(
     if len(set(clusters)) != len(clusters):
         raise ScanError(f"two snapshots of the same cluster in one scan: {sorted(clusters)}")
     started = time.monotonic()
-    findings, summary = classify(spark, [str(d.resolve()) for d in snapshot_dirs])  # type: ignore[arg-type]
-    finding_rows = [row.asDict() for row in findings.collect()]
-    summary_rows = [row.asDict() for row in summary.collect()]
+    findings, counts, brokers = classify(spark, [str(d.resolve()) for d in snapshot_dirs])  # type: ignore[arg-type]
+    wanted = findings if include_ok or out_dir is not None else findings.filter("kind <> 'OK'")
+    with gc_paused():
+        finding_rows = [row.asDict() for row in wanted.collect()]
+        count_rows = [row.asDict() for row in counts.collect()]
+        broker_rows = [row.asDict() for row in brokers.collect()]
+    findings.unpersist()
     elapsed = time.monotonic() - started
     problems = [f"{m['cluster']}: {p}" for m in metas for p in m.get("problems", [])]
-    report = build_report(finding_rows, summary_rows, clusters=clusters, problems=problems)
+    report = build_report(
+        finding_rows, count_rows, broker_rows, clusters=clusters, problems=problems
+    )
     if out_dir is not None:
         write_results(out_dir, report)
     return report, elapsed
@@ -87,12 +99,15 @@ def run_scan(
     master: str = DEFAULT_MASTER,
     conf: Mapping[str, str] | None = None,
     out_dir: Path | None = None,
+    include_ok: bool = False,
 ) -> tuple[ScanReport, ScanTimings]:
     started = time.monotonic()
     spark = spark_session(master, conf)
     startup = time.monotonic() - started
     try:
-        report, elapsed = classify_snapshots(spark, snapshot_dirs, out_dir=out_dir)
+        report, elapsed = classify_snapshots(
+            spark, snapshot_dirs, out_dir=out_dir, include_ok=include_ok
+        )
     finally:
         spark.stop()  # type: ignore[attr-defined]
     return report, ScanTimings(spark_startup_s=startup, classify_s=elapsed)

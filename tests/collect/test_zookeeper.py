@@ -48,6 +48,18 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, i
     process.terminate(pid, "QuorumPeerMain", timeout=10)
 
 
+def chrooted(connect: str, chroot: str) -> KazooClient:
+    """A started client under `chroot`, which is created first (kazoo warns otherwise)."""
+    root = KazooClient(connect)
+    root.start()
+    root.ensure_path(chroot)
+    root.stop()
+    root.close()
+    client = KazooClient(connect + chroot)
+    client.start()
+    return client
+
+
 def populate(zk: KazooClient, acl: list[object] | None = None) -> None:
     zk.create("/cluster/id", encode_cluster_id("Cl-us_ter-id-abcdefghij"), makepath=True, acl=acl)
     zk.create("/controller_epoch", encode_controller_epoch(7), acl=acl)
@@ -93,10 +105,8 @@ def populate(zk: KazooClient, acl: list[object] | None = None) -> None:
 
 def test_reads_the_whole_cluster_in_one_pass(zookeeper: tuple[str, int]) -> None:
     chroot = "/exact"
-    admin = KazooClient(zookeeper[0] + chroot)
-    admin.start()
+    admin = chrooted(zookeeper[0], chroot)
     try:
-        admin.ensure_path("/")
         populate(admin)
         zk = connect(ZkSettings(zookeeper[0] + chroot))
         try:
@@ -167,9 +177,7 @@ def test_an_unreachable_zookeeper_is_a_zookeeper_error() -> None:
 
 def test_a_connection_loss_during_the_read_is_retried(zookeeper: tuple[str, int]) -> None:
     connect_string, pid = zookeeper
-    admin = KazooClient(connect_string + "/retry")
-    admin.start()
-    admin.ensure_path("/")
+    admin = chrooted(connect_string, "/retry")
     populate(admin)
     admin.stop()
     admin.close()
@@ -193,9 +201,7 @@ def test_a_connection_loss_during_the_read_is_retried(zookeeper: tuple[str, int]
 
 
 def test_topics_filter_reads_only_those_topics(zookeeper: tuple[str, int]) -> None:
-    admin = KazooClient(zookeeper[0] + "/filter")
-    admin.start()
-    admin.ensure_path("/")
+    admin = chrooted(zookeeper[0], "/filter")
     populate(admin)
     admin.stop()
     admin.close()

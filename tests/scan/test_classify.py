@@ -163,7 +163,7 @@ def test_classification(
     spark: Any, tmp_path: Path, name: str, build: Callable[[], SnapshotBuilder], expected: set[Key]
 ) -> None:
     snapshot = build().write(tmp_path / "snapshot")
-    report, _ = classify_snapshots(spark, [snapshot])
+    report, _ = classify_snapshots(spark, [snapshot], include_ok=True)
     assert keys(report) == expected
     assert len(report.findings) == len(expected), (
         "one finding per replica, topic, partition or broker"
@@ -171,7 +171,7 @@ def test_classification(
 
 
 def test_findings_carry_both_ids_and_isr_membership(spark: Any, tmp_path: Path) -> None:
-    report, _ = classify_snapshots(spark, [mismatched().write(tmp_path / "s")])
+    report, _ = classify_snapshots(spark, [mismatched().write(tmp_path / "s")], include_ok=True)
     for finding in report.findings:
         assert (finding.file_topic_id, finding.zk_topic_id) == (X, Y)
         assert finding.in_isr is (finding.kind == "TOPIC_ID_MISMATCH")
@@ -179,7 +179,9 @@ def test_findings_carry_both_ids_and_isr_membership(spark: Any, tmp_path: Path) 
 
 
 def test_orphan_details_say_why(spark: Any, tmp_path: Path) -> None:
-    report, _ = classify_snapshots(spark, [orphans_and_odd_dirs().write(tmp_path / "s")])
+    report, _ = classify_snapshots(
+        spark, [orphans_and_odd_dirs().write(tmp_path / "s")], include_ok=True
+    )
     details = {(f.broker, f.dir): f.detail for f in report.findings if f.kind == "ORPHAN_DIR"}
     assert details == {
         (2, "t-0"): "partition not assigned to this broker",
@@ -190,7 +192,7 @@ def test_orphan_details_say_why(spark: Any, tmp_path: Path) -> None:
 
 
 def test_broker_summary(spark: Any, tmp_path: Path) -> None:
-    report, _ = classify_snapshots(spark, [mismatched().write(tmp_path / "s")])
+    report, _ = classify_snapshots(spark, [mismatched().write(tmp_path / "s")], include_ok=True)
     summary = {b.id: b for b in report.brokers}
     assert set(summary) == {1, 2, 3}
     assert [summary[b].is_controller for b in (1, 2, 3)] == [False, False, True]
@@ -198,7 +200,9 @@ def test_broker_summary(spark: Any, tmp_path: Path) -> None:
     assert dict(summary[1].counts) == {"TOPIC_ID_MISMATCH_OUT_OF_ISR": 2}
     assert dict(summary[2].counts) == {"TOPIC_ID_MISMATCH": 2}
 
-    healthy_report, _ = classify_snapshots(spark, [healthy().write(tmp_path / "h")])
+    healthy_report, _ = classify_snapshots(
+        spark, [healthy().write(tmp_path / "h")], include_ok=True
+    )
     assert not any(b.needs_fix for b in healthy_report.brokers)
     assert all(dict(b.counts) == {"OK": 2} for b in healthy_report.brokers)
 
@@ -216,7 +220,7 @@ def test_broker_summary(spark: Any, tmp_path: Path) -> None:
 def test_status_and_exit_code(
     spark: Any, tmp_path: Path, build: Callable[[], SnapshotBuilder], status: str, exit_code: int
 ) -> None:
-    report, _ = classify_snapshots(spark, [build().write(tmp_path / "s")])
+    report, _ = classify_snapshots(spark, [build().write(tmp_path / "s")], include_ok=True)
     assert (report.status, report.exit_code) == (status, exit_code)
 
 
@@ -228,10 +232,22 @@ def test_a_fleet_is_classified_per_cluster(spark: Any, tmp_path: Path) -> None:
         for row in rows:
             row["cluster"] = "c2"
     report, _ = classify_snapshots(
-        spark, [first.write(tmp_path / "a"), second.write(tmp_path / "b")]
+        spark, [first.write(tmp_path / "a"), second.write(tmp_path / "b")], include_ok=True
     )
     assert report.clusters == ("c1", "c2")
     by_cluster = {c: {f.kind for f in report.findings if f.cluster == c} for c in ("c1", "c2")}
     assert by_cluster == {"c1": {"TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR"}, "c2": {"OK"}}
     assert len(report.brokers) == 6
     assert report.to_json()["cluster"] == ["c1", "c2"]
+
+
+def test_ok_replicas_are_counted_but_not_listed_unless_asked(spark: Any, tmp_path: Path) -> None:
+    report, _ = classify_snapshots(spark, [missing_and_corrupt().write(tmp_path / "s")])
+    assert {f.kind for f in report.findings} == {
+        "METADATA_MISSING",
+        "METADATA_CORRUPT",
+        "REPLICA_DIR_MISSING",
+    }
+    assert report.counts()["OK"] == 2
+    assert {b.id: b.counts.get("OK", 0) for b in report.brokers} == {1: 0, 2: 2}
+    assert report.summary_line().startswith("CRITICAL: 6 replicas checked")

@@ -32,7 +32,7 @@ MISMATCH = {"TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR"}
 def scan_sandbox(spark: Any, directory: Path, tmp: Path) -> ScanReport:
     config = load_cluster_config(directory / "cluster.yaml")
     collected = collect(config, tmp / "snapshot")
-    report, _ = classify_snapshots(spark, [collected.directory])
+    report, _ = classify_snapshots(spark, [collected.directory], include_ok=True)
     return report
 
 
@@ -115,7 +115,7 @@ def test_spark_standalone_cluster_gives_the_same_result(
 ) -> None:
     config = load_cluster_config(reproduced.directory / "cluster.yaml")
     snapshot = collect(config, tmp_path / "snapshot").directory
-    local, _ = classify_snapshots(spark, [snapshot])
+    local, _ = classify_snapshots(spark, [snapshot], include_ok=True)
     # A driver of its own (this process already has a local session), on the standalone master.
     result = run_cli(
         "scan", "--snapshot", str(snapshot), "--spark-master", spark_standalone, "--all", "--json"

@@ -1,0 +1,143 @@
+"""Gates: pure decisions that return the reason they block, or None.
+
+The same functions decide at plan time (on the state the plan was made from) and at apply
+time (on state read a moment before the action). No I/O, no clock.
+
+Restart safety follows the rule rolling tools use (Strimzi's KafkaAvailability), per partition
+with a replica on the broker, with the topic's effective min.insync.replicas:
+
+    replication factor <= min ISR         ignored (it can never be fully available anyway)
+    |ISR| <  min ISR and broker a replica  blocks
+    |ISR| == min ISR and broker in ISR     blocks
+
+This project adds the rule the topic-id incident needs: a broker that still holds a topic id
+ZooKeeper no longer has refuses every LeaderAndIsr for that partition, including the ISR
+shrink a follower's restart causes and the leadership a leader's restart hands over. A
+partition whose leader, or whose next leader, refuses cannot survive a restart of any of its
+replicas without losing acks=all availability.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+from remediate.state import ClusterState, TopicPartition
+
+
+def partition_name(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def restart_blocker(
+    state: ClusterState,
+    broker: int,
+    *,
+    min_isr_default: int,
+    isr_override: Mapping[TopicPartition, Collection[int]] | None = None,
+    ignore: Collection[TopicPartition] = (),
+) -> str | None:
+    """Why restarting `broker` now would take a partition below its min ISR (or None).
+
+    `isr_override` lets the planner ask the question about an expected future ISR; `ignore`
+    skips partitions the caller accepts to degrade (the ones the repair itself targets).
+    """
+    for tp in state.partitions_on(broker):
+        if tp in ignore:
+            continue
+        partition = state.partitions.get(tp)
+        if partition is None:
+            continue
+        replicas = state.replicas(*tp)
+        min_isr = state.min_insync_replicas(tp[0], min_isr_default)
+        if len(replicas) <= min_isr:
+            continue
+        isr = set(isr_override[tp]) if isr_override and tp in isr_override else set(partition.isr)
+        if len(isr) < min_isr:
+            return (
+                f"{partition_name(tp)} is already under min.insync.replicas={min_isr}"
+                f" (isr {sorted(isr)}); restarting broker {broker} would leave it with fewer"
+            )
+        if len(isr) == min_isr and broker in isr:
+            return (
+                f"{partition_name(tp)} has exactly min.insync.replicas={min_isr} in sync"
+                f" (isr {sorted(isr)}); restarting broker {broker} would take it below"
+            )
+    return None
+
+
+def offline_blocker(state: ClusterState, *, ignore: Collection[TopicPartition] = ()) -> str | None:
+    """Why the cluster is not in a state to start a restart: an offline partition."""
+    offline = sorted(tp for tp, p in state.partitions.items() if p.leader < 0 and tp not in ignore)
+    if offline:
+        names = ", ".join(partition_name(tp) for tp in offline[:5])
+        more = f" and {len(offline) - 5} more" if len(offline) > 5 else ""
+        return f"partition(s) without a leader: {names}{more}"
+    return None
+
+
+def registration_blocker(
+    state: ClusterState, expected: Iterable[int], *, allow_missing: Collection[int] = ()
+) -> str | None:
+    """Why not every expected broker is registered (except the ones allowed to be down)."""
+    missing = sorted(b for b in expected if b not in state.brokers and b not in allow_missing)
+    if missing:
+        return f"broker(s) {missing} are not registered in ZooKeeper"
+    return None
+
+
+def next_leader(state: ClusterState, tp: TopicPartition, shutting_down: int) -> int | None:
+    """Who the controller would make leader if `shutting_down` stopped now (controlled
+    shutdown: the first replica in assignment order that is in the ISR and registered)."""
+    partition = state.partitions.get(tp)
+    if partition is None:
+        return None
+    for replica in state.replicas(*tp):
+        if replica != shutting_down and replica in partition.isr and replica in state.brokers:
+            return replica
+    return None
+
+
+@dataclass(frozen=True)
+class StaleIdHolder:
+    """Which brokers hold, in memory, a topic id other than ZooKeeper's, per partition."""
+
+    by_partition: Mapping[TopicPartition, frozenset[int]]
+
+    def holds_stale_id(self, tp: TopicPartition, broker: int) -> bool:
+        return broker in self.by_partition.get(tp, frozenset())
+
+
+def refusal_blocker(
+    state: ClusterState,
+    broker: int,
+    stale: StaleIdHolder,
+    *,
+    partitions: Iterable[TopicPartition] | None = None,
+) -> str | None:
+    """Why restarting `broker` would stall a partition whose leader refuses LeaderAndIsr.
+
+    If `broker` follows partition p and p's leader holds a stale id, the leader refuses the
+    ISR shrink the restart causes and its high watermark stops. If `broker` leads p, the
+    controller hands leadership to the next in-sync replica; if that one holds a stale id it
+    refuses, and p has no working leader.
+    """
+    for tp in partitions if partitions is not None else state.partitions_on(broker):
+        partition = state.partitions.get(tp)
+        if partition is None or len(state.replicas(*tp)) < 2 or partition.leader < 0:
+            continue
+        if partition.leader == broker:
+            successor = next_leader(state, tp, broker)
+            if successor is not None and stale.holds_stale_id(tp, successor):
+                return (
+                    f"{partition_name(tp)}: broker {broker} leads it and its next leader,"
+                    f" broker {successor}, holds a topic id ZooKeeper no longer has; it would"
+                    " refuse the leadership and the partition would have no working leader"
+                )
+        elif stale.holds_stale_id(tp, partition.leader):
+            return (
+                f"{partition_name(tp)}: its leader, broker {partition.leader}, holds a topic id"
+                f" ZooKeeper no longer has; it would refuse the ISR change a restart of broker"
+                f" {broker} causes and stop acknowledging acks=all writes"
+            )
+    return None

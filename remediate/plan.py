@@ -1,0 +1,445 @@
+"""The planner: findings + cluster state + playbook -> an ordered, reviewable plan. Pure.
+
+Order: brokers whose mismatched replicas are already out of the ISR first (their repair
+restores redundancy before a healthy replica is touched), then the others, the active
+controller last. Every step and every broker left out carries its reason. A plan whose steps
+could not be gated safely is refused, with the reasons, unless the operator overrides.
+
+The plan is canonical JSON; its digest is the sha256 of that JSON without the digest, so any
+change to any field changes it. The fingerprint records the state the plan was made from
+(cluster id, registered brokers, topic znode versions, the ids in the files it will delete),
+which apply compares with a fresh read before it changes anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from remediate.gates import (
+    StaleIdHolder,
+    offline_blocker,
+    partition_name,
+    refusal_blocker,
+    registration_blocker,
+    restart_blocker,
+)
+from remediate.playbook import Playbook
+from remediate.scan.report import Finding
+from remediate.state import ClusterState, TopicPartition
+
+PLAN_FORMAT = 1
+MISMATCH_KINDS = frozenset({"TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR"})
+REPLICA_KINDS = frozenset(
+    {
+        "OK",
+        "TOPIC_ID_MISMATCH",
+        "TOPIC_ID_MISMATCH_OUT_OF_ISR",
+        "METADATA_MISSING",
+        "METADATA_CORRUPT",
+    }
+)
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    allow_unsafe: bool = False
+    include_topics: frozenset[str] = frozenset()
+    min_isr_default: int = 1
+    created_at: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    broker: int
+    reason: str
+    partitions: tuple[str, ...]
+    files: tuple[str, ...]
+    actions: tuple[str, ...]
+    impact: tuple[str, ...]
+    is_controller: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "broker": self.broker,
+            "reason": self.reason,
+            "partitions": list(self.partitions),
+            "files": list(self.files),
+            "actions": list(self.actions),
+            "impact": list(self.impact),
+            "is_controller": self.is_controller,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    cluster: str
+    cluster_id: str | None
+    playbook: str
+    playbook_version: int
+    controller: int | None
+    fingerprint: Mapping[str, Any]
+    steps: tuple[PlanStep, ...]
+    skipped: tuple[tuple[int, str], ...]
+    refusals: tuple[str, ...]
+    allow_unsafe: bool
+    estimate_s: float
+    created_at: str | None = None
+    digest: str = field(default="", compare=False)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refusals) and not self.allow_unsafe
+
+    def body(self) -> dict[str, Any]:
+        """Everything the digest covers."""
+        return {
+            "format": PLAN_FORMAT,
+            "cluster": self.cluster,
+            "cluster_id": self.cluster_id,
+            "created_at": self.created_at,
+            "playbook": self.playbook,
+            "playbook_version": self.playbook_version,
+            "controller": self.controller,
+            "fingerprint": self.fingerprint,
+            "steps": [s.to_json() for s in self.steps],
+            "skipped": [{"broker": b, "reason": r} for b, r in self.skipped],
+            "refusals": list(self.refusals),
+            "allow_unsafe": self.allow_unsafe,
+            "estimate_s": self.estimate_s,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "digest": self.digest or compute_digest(self.body()),
+            "refused": self.refused,
+            **self.body(),
+        }
+
+
+def canonical(document: Mapping[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode(
+        "ascii"
+    )
+
+
+def compute_digest(body: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical(body)).hexdigest()
+
+
+def with_digest(plan: Plan) -> Plan:
+    return Plan(**{**plan.__dict__, "digest": compute_digest(plan.body())})
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+
+def _eligible(finding: Finding, playbook: Playbook, options: PlanOptions) -> bool:
+    if finding.broker is None or finding.topic is None or finding.partition is None:
+        return False
+    return finding.topic not in playbook.exclude_topics or finding.topic in options.include_topics
+
+
+def _stale_holders(findings: Iterable[Finding]) -> dict[TopicPartition, set[int]]:
+    """Replicas whose file holds an id other than ZooKeeper's: the broker holds it in memory."""
+    stale: dict[TopicPartition, set[int]] = {}
+    for f in findings:
+        if (
+            f.kind in MISMATCH_KINDS
+            and f.topic is not None
+            and f.partition is not None
+            and f.broker is not None
+        ):
+            stale.setdefault((f.topic, f.partition), set()).add(f.broker)
+    return stale
+
+
+def _files(finding: Finding, playbook: Playbook) -> list[str]:
+    # Paths are built from the validated topic and partition, never from a name read on disk.
+    if finding.log_dir is None or finding.topic is None or finding.partition is None:
+        return []
+    base = f"{finding.log_dir.rstrip('/')}/{finding.topic}-{finding.partition}"
+    return [f"{base}/{name}" for name in playbook.files]
+
+
+_REASONS = (
+    ("TOPIC_ID_MISMATCH_OUT_OF_ISR", "replica(s) hold an old topic id and are out of the ISR"),
+    (
+        "TOPIC_ID_MISMATCH",
+        "replica(s) hold an old topic id and leave the ISR at their next restart",
+    ),
+    ("METADATA_CORRUPT", "partition.metadata file(s) Kafka cannot read"),
+)
+
+
+def _reason(broker_findings: Sequence[Finding], zk_ids: Mapping[str, str | None]) -> str:
+    by_kind: dict[str, list[str]] = {}
+    for f in broker_findings:
+        by_kind.setdefault(f.kind, []).append(partition_name((f.topic or "", f.partition or 0)))
+    parts = []
+    for kind, text in _REASONS:
+        names = by_kind.pop(kind, [])
+        if names:
+            shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+            parts.append(f"{len(names)} {text} ({shown})")
+    parts += [f"{len(names)} {kind} replica(s)" for kind, names in sorted(by_kind.items())]
+    topics = sorted({f.topic for f in broker_findings if f.topic is not None})
+    ids = "; ".join(f"{t}: ZooKeeper holds {zk_ids.get(t) or 'no id'}" for t in topics[:3])
+    return "; ".join(parts) + (f" [{ids}]" if ids else "")
+
+
+def _skip_reason(
+    broker: int, findings: Sequence[Finding], playbook: Playbook, options: PlanOptions
+) -> str:
+    excluded = sorted(
+        {
+            f.topic
+            for f in findings
+            if f.broker == broker
+            and f.kind in playbook.applies_to
+            and f.topic is not None
+            and not _eligible(f, playbook, options)
+        }
+    )
+    if excluded:
+        return (
+            f"only excluded topics need the fix ({', '.join(excluded)});"
+            " name them with --include-topic to act on them"
+        )
+    if any(f.kind == "BROKER_UNREACHABLE" and f.broker == broker for f in findings):
+        return "its disk could not be inspected"
+    if playbook.brokers == "all":
+        return "hosts no partition or is not registered"
+    count = sum(1 for f in findings if f.broker == broker and f.kind == "OK")
+    return f"nothing to fix: {count} replica(s) agree with ZooKeeper"
+
+
+def _targets(
+    state: ClusterState,
+    brokers: Sequence[int],
+    by_broker: Mapping[int, Sequence[Finding]],
+    playbook: Playbook,
+) -> list[int]:
+    """Brokers to act on, in order: out of ISR first, then the others, the controller last."""
+    if playbook.brokers == "all":
+        targets = [b for b in brokers if state.partitions_on(b) and b in state.brokers]
+    else:
+        targets = sorted(by_broker)
+    out_of_isr = {
+        b
+        for b, fs in by_broker.items()
+        if any(f.kind == "TOPIC_ID_MISMATCH_OUT_OF_ISR" for f in fs)
+    }
+    return sorted(targets, key=lambda b: (b == state.controller_id, b not in out_of_isr, b))
+
+
+def _step(
+    broker: int,
+    state: ClusterState,
+    mine: Sequence[Finding],
+    eligible: Sequence[Finding],
+    playbook: Playbook,
+    options: PlanOptions,
+) -> PlanStep:
+    if playbook.scope == "all":
+        chosen = [f for f in eligible if f.broker == broker and f.kind in REPLICA_KINDS]
+    else:
+        chosen = list(mine)
+    zk_ids = {name: topic.topic_id for name, topic in state.topics.items()}
+    return PlanStep(
+        broker=broker,
+        reason=_reason(mine, zk_ids) if mine else "rolling restart",
+        partitions=tuple(
+            sorted(
+                {
+                    partition_name((f.topic, f.partition))
+                    for f in chosen
+                    if f.topic is not None and f.partition is not None
+                }
+            )
+        ),
+        files=tuple(sorted({path for f in chosen for path in _files(f, playbook)})),
+        actions=tuple(str(s) for s in playbook.steps),
+        impact=tuple(_impact(state, broker, options.min_isr_default)),
+        is_controller=broker == state.controller_id,
+    )
+
+
+def _fingerprint(
+    state: ClusterState, affected: Sequence[Finding], steps: Sequence[PlanStep], playbook: Playbook
+) -> dict[str, Any]:
+    topics = sorted({f.topic for f in affected if f.topic is not None and f.topic in state.topics})
+    planned = {
+        path for step in steps for path in step.files if path.endswith("/partition.metadata")
+    }
+    files = {
+        path: f.file_topic_id for f in affected for path in _files(f, playbook) if path in planned
+    }
+    return {
+        "cluster_id": state.cluster_id,
+        "brokers": sorted(state.brokers),
+        "controller_epoch": state.controller_epoch,
+        "topics": {t: state.topics[t].znode_version for t in topics},
+        "files": dict(sorted(files.items())),
+    }
+
+
+def make_plan(
+    *,
+    cluster: str,
+    state: ClusterState,
+    findings: Sequence[Finding],
+    playbook: Playbook,
+    options: PlanOptions = PlanOptions(),
+    known_brokers: Iterable[int] = (),
+) -> Plan:
+    """The plan. `known_brokers` are the configured brokers (so the ones left out are named)."""
+    eligible = [f for f in findings if _eligible(f, playbook, options)]
+    affected = [f for f in eligible if f.kind in playbook.applies_to]
+    by_broker: dict[int, list[Finding]] = {}
+    for f in affected:
+        if f.broker is not None:
+            by_broker.setdefault(f.broker, []).append(f)
+    brokers = sorted(
+        set(known_brokers)
+        | set(state.brokers)
+        | {f.broker for f in findings if f.broker is not None}
+    )
+    targets = _targets(state, brokers, by_broker, playbook)
+    skipped = [
+        (b, _skip_reason(b, findings, playbook, options)) for b in brokers if b not in targets
+    ]
+    limit = playbook.gates.max_brokers_per_run
+    if limit and len(targets) > limit:
+        skipped += [
+            (b, f"beyond max_brokers_per_run={limit}; plan again after this run")
+            for b in targets[limit:]
+        ]
+        targets = targets[:limit]
+    steps = [
+        _step(
+            b,
+            state,
+            sorted(by_broker.get(b, []), key=Finding.sort_key),
+            eligible,
+            playbook,
+            options,
+        )
+        for b in targets
+    ]
+    estimate = len(steps) * (playbook.gates.expected_restart_s + playbook.gates.stability_window_s)
+    return with_digest(
+        Plan(
+            cluster=cluster,
+            cluster_id=state.cluster_id,
+            playbook=playbook.name,
+            playbook_version=playbook.version,
+            controller=state.controller_id,
+            fingerprint=_fingerprint(state, affected, steps, playbook),
+            steps=tuple(steps),
+            skipped=tuple(sorted(skipped)),
+            refusals=tuple(_refusals(state, findings, steps, options)),
+            allow_unsafe=options.allow_unsafe,
+            estimate_s=estimate,
+            created_at=options.created_at,
+        )
+    )
+
+
+def _impact(state: ClusterState, broker: int, min_isr_default: int) -> list[str]:
+    """Partitions that lose an in-sync replica while `broker` is down."""
+    lines = []
+    for tp in state.partitions_on(broker):
+        partition = state.partitions.get(tp)
+        if partition is None or broker not in partition.isr:
+            continue
+        min_isr = state.min_insync_replicas(tp[0], min_isr_default)
+        size = len(partition.isr)
+        lines.append(f"{partition_name(tp)}: isr {size} -> {size - 1} (min {min_isr})")
+    return lines
+
+
+def _refusals(
+    state: ClusterState,
+    findings: Sequence[Finding],
+    steps: Sequence[PlanStep],
+    options: PlanOptions,
+) -> list[str]:
+    refusals: list[str] = []
+    for f in findings:
+        if f.kind == "BROKER_UNREACHABLE":
+            refusals.append(
+                f"broker {f.broker} could not be inspected ({f.detail}); its replicas are unknown"
+            )
+    if not steps:
+        return refusals
+    blocker = offline_blocker(state)
+    if blocker:
+        refusals.append(blocker)
+    replicas_of_touched = {
+        r for s in steps for tp in state.partitions_on(s.broker) for r in state.replicas(*tp)
+    }
+    blocker = registration_blocker(state, replicas_of_touched)
+    if blocker:
+        refusals.append(blocker)
+    # Walk the steps in order, on the ISR and stale-id holders each step should leave behind.
+    stale = _stale_holders(findings)
+    isr = {tp: set(p.isr) for tp, p in state.partitions.items()}
+    repairs = "delete" in {a.split()[0] for a in steps[0].actions}
+    for number, step in enumerate(steps, 1):
+        holders = StaleIdHolder({tp: frozenset(b) for tp, b in stale.items()})
+        blocker = restart_blocker(
+            state, step.broker, min_isr_default=options.min_isr_default, isr_override=isr
+        ) or refusal_blocker(state, step.broker, holders)
+        if blocker:
+            refusals.append(f"step {number} (broker {step.broker}): {blocker}")
+        # Afterwards: a repaired replica holds ZooKeeper's id, and rejoins the ISR when its
+        # leader accepts it.
+        for tp in state.partitions_on(step.broker):
+            if repairs and partition_name(tp) in step.partitions:
+                stale.get(tp, set()).discard(step.broker)
+            partition = state.partitions.get(tp)
+            if (
+                partition is not None
+                and partition.leader >= 0
+                and partition.leader not in stale.get(tp, set())
+            ):
+                isr.setdefault(tp, set()).add(step.broker)
+    return refusals
+
+
+# -- reading a plan back ----------------------------------------------------------------------
+
+
+def plan_from_json(document: Mapping[str, Any]) -> Plan:
+    """Rebuild a Plan from its JSON (the digest is recomputed, never trusted)."""
+    steps = tuple(
+        PlanStep(
+            broker=int(s["broker"]),
+            reason=str(s["reason"]),
+            partitions=tuple(s["partitions"]),
+            files=tuple(s["files"]),
+            actions=tuple(s["actions"]),
+            impact=tuple(s["impact"]),
+            is_controller=bool(s["is_controller"]),
+        )
+        for s in document["steps"]
+    )
+    plan = Plan(
+        cluster=document["cluster"],
+        cluster_id=document["cluster_id"],
+        playbook=document["playbook"],
+        playbook_version=int(document["playbook_version"]),
+        controller=document["controller"],
+        fingerprint=document["fingerprint"],
+        steps=steps,
+        skipped=tuple((int(s["broker"]), str(s["reason"])) for s in document["skipped"]),
+        refusals=tuple(document["refusals"]),
+        allow_unsafe=bool(document["allow_unsafe"]),
+        estimate_s=float(document["estimate_s"]),
+        created_at=document.get("created_at"),
+    )
+    return with_digest(plan)

@@ -1,0 +1,190 @@
+"""Playbooks: reviewed, versioned procedures, validated when loaded.
+
+A playbook names the files and partitions it acts on, the brokers it applies to, and its
+steps from a small fixed vocabulary; the executor interprets the vocabulary and runs nothing
+from a playbook as free text. The shipped playbooks live in `playbooks/` at the top of the
+project (installed under `share/remediate/playbooks`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from remediate.errors import ConfigError
+from remediate.formats.logdir import INTERNAL_TOPICS, LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA
+
+Verb = Literal["gate", "stop", "backup", "delete", "start", "wait", "verify", "zk-write"]
+# Each verb and the arguments it takes (None: none).
+ARGUMENTS: dict[str, frozenset[str] | None] = {
+    "gate": frozenset({"restart-safety", "agreement"}),
+    "stop": None,
+    "backup": None,
+    "delete": None,
+    "start": None,
+    "wait": frozenset({"registered", "in-sync"}),
+    "verify": frozenset({"topic-ids"}),
+    "zk-write": frozenset({"topic-id"}),
+}
+ALLOWED_FILES = (PARTITION_METADATA, LEADER_EPOCH_CHECKPOINT)
+FINDING_KINDS = (
+    "TOPIC_ID_MISMATCH",
+    "TOPIC_ID_MISMATCH_OUT_OF_ISR",
+    "METADATA_CORRUPT",
+    "METADATA_MISSING",
+    "ZK_TOPIC_ID_MISSING",
+)
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verb: Verb
+    argument: str | None = None
+
+    def __str__(self) -> str:
+        return self.verb if self.argument is None else f"{self.verb} {self.argument}"
+
+
+def _step(value: object) -> object:
+    """`stop` or `{wait: in-sync}` in YAML; a Step here."""
+    if isinstance(value, str):
+        return {"verb": value}
+    if isinstance(value, dict) and len(value) == 1:
+        ((verb, argument),) = value.items()
+        return {"verb": verb, "argument": argument}
+    return value
+
+
+class Gates(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stability_window_s: Annotated[float, Field(ge=0, le=3600)] = 10.0
+    stop_timeout_s: Annotated[float, Field(gt=0, le=7200)] = 120.0
+    start_timeout_s: Annotated[float, Field(gt=0, le=7200)] = 180.0
+    in_sync_timeout_s: Annotated[float, Field(gt=0, le=86400)] = 300.0
+    max_brokers_per_run: Annotated[int, Field(ge=0)] = 0
+    expected_restart_s: Annotated[float, Field(ge=0, le=86400)] = 60.0
+
+
+class Playbook(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
+    version: int = Field(ge=1)
+    description: str = Field(min_length=1)
+    brokers: Literal["needing-fix", "all"] = "needing-fix"
+    applies_to: tuple[Literal[FINDING_KINDS], ...] = ()  # type: ignore[valid-type]
+    files: tuple[Literal[ALLOWED_FILES], ...] = ()  # type: ignore[valid-type]
+    scope: Literal["affected", "all"] = "affected"
+    exclude_topics: tuple[str, ...] = tuple(sorted(INTERNAL_TOPICS))
+    steps: tuple[Annotated[Step, BeforeValidator(_step)], ...] = Field(min_length=1)
+    gates: Gates = Gates()
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Playbook:
+        for step in self.steps:
+            _check_argument(step)
+        _check_order([s.verb for s in self.steps], bool(self.files))
+        if self.brokers == "needing-fix" and not self.applies_to:
+            raise ValueError("'brokers: needing-fix' needs 'applies_to' finding kinds")
+        return self
+
+
+def _check_argument(step: Step) -> None:
+    allowed = ARGUMENTS[step.verb]
+    if allowed is None and step.argument is not None:
+        raise ValueError(f"step {step.verb!r} takes no argument, got {step.argument!r}")
+    if allowed is not None and step.argument not in allowed:
+        raise ValueError(
+            f"step {step.verb!r} needs one of {sorted(allowed)}, got {step.argument!r}"
+        )
+
+
+def _check_order(verbs: list[str], has_files: bool) -> None:
+    """The safety rules of a procedure: gate before stop, stop before any file change, backup
+    before delete, and the broker started again."""
+    if "delete" in verbs:
+        if not has_files:
+            raise ValueError("a playbook that deletes must list its files")
+        if "backup" not in verbs or verbs.index("backup") > verbs.index("delete"):
+            raise ValueError(
+                "'delete' must come after 'backup': nothing is deleted without a backup"
+            )
+    for verb in ("backup", "delete"):
+        if verb not in verbs:
+            continue
+        if "stop" not in verbs or verbs.index("stop") > verbs.index(verb):
+            raise ValueError(
+                f"{verb!r} must come after 'stop': files change only on a stopped broker"
+            )
+        if "start" not in verbs or verbs.index("start") < verbs.index(verb):
+            raise ValueError(f"'start' must follow {verb!r}")
+    if "stop" in verbs:
+        stop = verbs.index("stop")
+        if "gate" not in verbs[:stop]:
+            raise ValueError("a 'gate' must come before 'stop'")
+        if "start" not in verbs[stop:]:
+            raise ValueError("a playbook that stops a broker must start it again")
+
+
+SEARCH_ENV = "REMEDIATE_PLAYBOOKS"
+
+
+def search_path() -> list[Path]:
+    """Where playbooks are found by name: $REMEDIATE_PLAYBOOKS, the project, the install."""
+    paths = [Path(p) for p in os.environ.get(SEARCH_ENV, "").split(os.pathsep) if p]
+    paths.append(Path(__file__).resolve().parent.parent / "playbooks")
+    paths.append(Path(sys.prefix) / "share" / "remediate" / "playbooks")
+    return paths
+
+
+def available() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for directory in search_path():
+        if directory.is_dir():
+            for path in sorted(directory.glob("*.yaml")):
+                found.setdefault(path.stem, path)
+    return found
+
+
+def parse_playbook(data: object, *, source: str) -> Playbook:
+    try:
+        return Playbook.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+            lines.append(f"{source}: {where}: {error['msg']}")
+        raise ConfigError("\n".join(lines)) from None
+
+
+def load_playbook(name_or_path: str) -> Playbook:
+    """A playbook by name (`topicid-mismatch`) or by path to a YAML file."""
+    path = Path(name_or_path)
+    if not (path.suffix in (".yaml", ".yml") or os.sep in name_or_path):
+        known = available()
+        if name_or_path not in known:
+            names = ", ".join(sorted(known)) or "none"
+            searched = ", ".join(str(p) for p in search_path())
+            raise ConfigError(
+                f"no playbook named {name_or_path!r}; available: {names} (searched {searched})"
+            )
+        path = known[name_or_path]
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    playbook = parse_playbook(data, source=str(path))
+    if path.stem != playbook.name:
+        raise ConfigError(
+            f"{path}: name: expected {path.stem!r} (the file's name), got {playbook.name!r}"
+        )
+    return playbook

@@ -1,0 +1,118 @@
+"""Renderers of a plan for people: a rich table for the terminal, markdown for a change ticket.
+
+Both are views of the same Plan; the JSON form (`Plan.to_json`) is the contract.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from remediate.plan import Plan
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def plan_table(plan: Plan) -> Group:
+    header = Text()
+    verdict = "REFUSED" if plan.refused else ("OVERRIDDEN" if plan.refusals else "ready")
+    header.append(
+        f"plan for {plan.cluster} ({plan.playbook} v{plan.playbook_version}): ", style="bold"
+    )
+    header.append(
+        verdict, style="bold red" if plan.refused else ("yellow" if plan.refusals else "green")
+    )
+    header.append(f"\ndigest {plan.digest}\ncontroller: broker {plan.controller}")
+    header.append(f"; {len(plan.steps)} step(s), about {_duration(plan.estimate_s)}")
+    table = Table("#", "broker", "reason", "partitions", "files", "while down", show_lines=True)
+    for number, step in enumerate(plan.steps, 1):
+        table.add_row(
+            str(number),
+            f"{step.broker}" + (" (controller)" if step.is_controller else ""),
+            step.reason,
+            "\n".join(step.partitions),
+            "\n".join(step.files),
+            "\n".join(step.impact) or "no in-sync replica lost",
+        )
+    parts: list[object] = [header, table]
+    if plan.refusals:
+        refusals = Text("\nrefusals:\n", style="bold red" if plan.refused else "yellow")
+        for reason in plan.refusals:
+            refusals.append(f"  - {reason}\n")
+        parts.append(refusals)
+    if plan.skipped:
+        skipped = Text("\nleft out:\n")
+        for broker, reason in plan.skipped:
+            skipped.append(f"  - broker {broker}: {reason}\n")
+        parts.append(skipped)
+    return Group(*parts)  # type: ignore[arg-type]
+
+
+def plan_markdown(
+    plan: Plan, *, config_path: str = "cluster.yaml", plan_path: str = "plan.json"
+) -> str:
+    """The change-ticket form: what, why, in what order, the impact and how long."""
+    lines = [
+        f"# Change: `{plan.playbook}` on `{plan.cluster}`",
+        "",
+        f"- Playbook: `{plan.playbook}` version {plan.playbook_version}",
+        f"- Plan digest (sha256): `{plan.digest}`",
+        f"- Cluster id: `{plan.cluster_id}`; active controller: broker {plan.controller}",
+        f"- Made: {plan.created_at or 'unknown'}",
+        f"- Steps: {len(plan.steps)}; expected duration: about {_duration(plan.estimate_s)}",
+        "",
+    ]
+    if plan.refused:
+        lines += ["**This plan is REFUSED: a step could not be gated safely.** Reasons:", ""]
+        lines += [f"- {reason}" for reason in plan.refusals] + [""]
+    elif plan.refusals:
+        lines += [
+            "**Safety refusals were overridden (`--allow-unsafe`).** The operator accepted:",
+            "",
+        ]
+        lines += [f"- {reason}" for reason in plan.refusals] + [""]
+    lines += ["## What will be done, in order", ""]
+    if not plan.steps:
+        lines += ["Nothing: no broker needs this playbook.", ""]
+    for number, step in enumerate(plan.steps, 1):
+        role = " (active controller, last)" if step.is_controller else ""
+        lines += [f"### {number}. Broker {step.broker}{role}", "", f"Why: {step.reason}", ""]
+        lines += ["Actions: " + " → ".join(f"`{a}`" for a in step.actions), ""]
+        if step.files:
+            lines += [
+                "Files backed up, then deleted (Kafka rebuilds them with ZooKeeper's id):",
+                "",
+            ]
+            lines += [f"- `{path}`" for path in step.files] + [""]
+        lines += ["Impact while the broker is down (in-sync replicas, min.insync.replicas):", ""]
+        lines += [f"- {line}" for line in step.impact] or [
+            "- no partition loses an in-sync replica"
+        ]
+        lines.append("")
+    if plan.skipped:
+        lines += ["## Brokers left out", ""]
+        lines += [f"- Broker {broker}: {reason}" for broker, reason in plan.skipped] + [""]
+    lines += [
+        "## Fingerprint (apply refuses if any of this changed)",
+        "",
+        f"- Registered brokers: {', '.join(map(str, plan.fingerprint.get('brokers', [])))}",
+        f"- Controller epoch: {plan.fingerprint.get('controller_epoch')}",
+        "- Topic znode versions: "
+        + (
+            ", ".join(f"`{t}` v{v}" for t, v in plan.fingerprint.get("topics", {}).items())
+            or "none"
+        ),
+        f"- partition.metadata files to delete: {len(plan.fingerprint.get('files', {}))}",
+        "",
+        "## To apply",
+        "",
+        "```",
+        f"remediate apply -c {config_path} --plan {plan_path} --approve {plan.digest}",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""`remediate plan` against the sandbox after reproduce: the right brokers, in the right order,
+the right files, a markdown that renders, and nothing changed by planning."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.reproduce import Incident, replica_file_ids
+
+pytestmark = pytest.mark.slow
+
+TOPIC = "orders"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).parent / "remediate"
+    return subprocess.run(
+        [str(script), *args], capture_output=True, text=True, check=False, timeout=300
+    )
+
+
+def zookeeper_tree(zk: KazooClient, path: str = "/") -> dict[str, tuple[bytes, int, int]]:
+    """Every znode's data, data version and modification zxid."""
+    tree: dict[str, tuple[bytes, int, int]] = {}
+    data, stat = zk.get(path)
+    tree[path] = (data, stat.version, stat.mzxid)
+    for child in zk.get_children(path):
+        if path == "/" and child == "zookeeper":
+            continue
+        tree.update(zookeeper_tree(zk, f"{path.rstrip('/')}/{child}"))
+    return tree
+
+
+def disk(state: cluster.SandboxState) -> dict[str, str]:
+    """sha256 of every file in every log dir."""
+    digests = {}
+    for broker in state.brokers:
+        for log_dir in broker.log_dirs:
+            for path in sorted(Path(log_dir).rglob("*")):
+                if path.is_file() and path.name != ".lock":
+                    digests[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Incident]:
+    directory = tmp_path_factory.mktemp("plan") / "sandbox"
+    cluster.up(directory)
+    incident = Incident(directory, topic=TOPIC)
+    incident.run()
+    yield incident
+    incident.close()
+    cluster.down(directory)
+
+
+def test_plan_lists_the_affected_brokers_controller_last_and_changes_nothing(
+    reproduced: Incident, tmp_path: Path
+) -> None:
+    config = reproduced.directory / "cluster.yaml"
+    zk_before = zookeeper_tree(reproduced.zk)
+    disk_before = disk(reproduced.state)
+
+    result = run_cli("plan", "-c", str(config), "--json", "-o", str(tmp_path / "plan.json"))
+    markdown = run_cli("plan", "-c", str(config), "--format", "markdown")
+
+    assert zookeeper_tree(reproduced.zk) == zk_before, "planning wrote to ZooKeeper"
+    assert disk(reproduced.state) == disk_before, "planning changed a file on a broker"
+
+    # Every old replica holds the old id behind leaders that would refuse any change: the plan
+    # is refused, and still shows exactly what it would do.
+    assert result.returncode == 4, result.stderr[-2000:]
+    plan: dict[str, Any] = json.loads(result.stdout)
+    assert json.loads((tmp_path / "plan.json").read_text()) == plan
+    assert plan["refused"] is True and plan["refusals"]
+    controller = admin.current_controller(reproduced.zk)
+    assert controller is not None
+    order = [step["broker"] for step in plan["steps"]]
+    assert order[0] == reproduced.result.restarted_broker
+    assert order[-1] == controller.broker_id
+    assert sorted(order) == [1, 2, 3]
+    on_disk = replica_file_ids(reproduced.state, TOPIC)
+    for step in plan["steps"]:
+        expected = {
+            (broker, partition)
+            for (broker, partition), file_id in on_disk.items()
+            if broker == step["broker"] and file_id != reproduced.result.new_id
+        }
+        assert {f"{TOPIC}-{p}" for _, p in expected} == set(step["partitions"])
+        for path in step["files"]:
+            directory = Path(path).parent
+            assert directory.name in step["partitions"]
+            assert Path(path).name in ("partition.metadata", "leader-epoch-checkpoint")
+            assert str(directory.parent) in reproduced.state.broker(step["broker"]).log_dirs
+        assert len(step["files"]) == 2 * len(step["partitions"])
+    assert plan["fingerprint"]["topics"] == {TOPIC: plan["fingerprint"]["topics"][TOPIC]}
+    assert set(plan["fingerprint"]["files"].values()) == {reproduced.result.old_id}
+
+    assert markdown.returncode == 4, markdown.stderr[-2000:]
+    text = markdown.stdout
+    assert text.startswith(f"# Change: `topicid-mismatch` on `sandbox-{reproduced.directory.name}`")
+    assert "**This plan is REFUSED" in text
+    assert "(active controller, last)" in text
+    assert "## What will be done, in order" in text
+
+
+def test_allow_unsafe_records_the_override(reproduced: Incident, tmp_path: Path) -> None:
+    config = reproduced.directory / "cluster.yaml"
+    result = run_cli("plan", "-c", str(config), "--json", "--allow-unsafe")
+    assert result.returncode == 0, result.stderr[-2000:]
+    plan = json.loads(result.stdout)
+    assert plan["allow_unsafe"] is True and plan["refused"] is False and plan["refusals"]

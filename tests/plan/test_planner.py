@@ -1,0 +1,384 @@
+"""The planner on plain data: table-driven cases and properties over generated clusters."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from remediate.plan import Plan, PlanOptions, compute_digest, make_plan, plan_from_json
+from remediate.playbook import Playbook, load_playbook
+from remediate.render import plan_markdown
+from remediate.scan.report import Finding
+from remediate.state import ClusterState
+from tests.plan.model import cluster, findings_for
+
+REPAIR = load_playbook("topicid-mismatch")
+ROLLING = load_playbook("rolling-restart")
+ORDERS = {"orders": {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}}
+
+
+def plan_for(
+    state: ClusterState,
+    findings: list[Finding],
+    playbook: Playbook = REPAIR,
+    **options: Any,
+) -> Plan:
+    return make_plan(
+        cluster="c",
+        state=state,
+        findings=findings,
+        playbook=playbook,
+        options=PlanOptions(**options),
+        known_brokers=sorted(state.brokers),
+    )
+
+
+def files(broker: int, *partitions: str) -> list[str]:
+    return sorted(
+        f"/data/{broker}/kafka/{p}/{name}"
+        for p in partitions
+        for name in ("partition.metadata", "leader-epoch-checkpoint")
+    )
+
+
+def test_a_healthy_cluster_gets_no_step_and_every_broker_a_reason() -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1)
+    plan = plan_for(state, findings_for(state))
+    assert plan.steps == ()
+    assert plan.skipped == tuple(
+        (b, "nothing to fix: 3 replica(s) agree with ZooKeeper") for b in (1, 2, 3)
+    )
+    assert not plan.refused and plan.refusals == ()
+
+
+def test_followers_of_a_leader_that_agrees_are_repaired_controller_last() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=2)
+    kinds = {(2, "t", 0): "TOPIC_ID_MISMATCH", (3, "t", 0): "TOPIC_ID_MISMATCH"}
+    plan = plan_for(state, findings_for(state, kinds))
+    assert [s.broker for s in plan.steps] == [3, 2]
+    assert [s.is_controller for s in plan.steps] == [False, True]
+    assert plan.steps[0].files == tuple(files(3, "t-0"))
+    assert plan.steps[0].partitions == ("t-0",)
+    assert plan.steps[0].impact == ("t-0: isr 3 -> 2 (min 2)",)
+    assert plan.steps[0].actions == (
+        "gate restart-safety",
+        "stop",
+        "backup",
+        "delete",
+        "start",
+        "wait registered",
+        "wait in-sync",
+        "verify topic-ids",
+    )
+    assert "will leave the ISR" not in plan.steps[0].reason
+    assert (
+        "1 replica(s) hold an old topic id and leave the ISR at their next restart (t-0)"
+        in plan.steps[0].reason
+    )
+    assert plan.skipped == ((1, "nothing to fix: 1 replica(s) agree with ZooKeeper"),)
+    assert plan.refusals == ()
+
+
+def test_after_reproduce_the_plan_orders_out_of_isr_first_and_refuses() -> None:
+    # The state `sandbox reproduce` leaves: every old replica holds the old id, broker 1 was
+    # restarted and is out of the ISR, its partitions are led by brokers that refuse changes.
+    state = cluster(
+        brokers=[1, 2, 3],
+        topics=ORDERS,
+        isr={("orders", 0): [2, 3], ("orders", 1): [2, 3], ("orders", 2): [3, 2]},
+        leaders={("orders", 0): 2},
+        controller=3,
+    )
+    kinds = {(b, "orders", p): "TOPIC_ID_MISMATCH" for b in (1, 2, 3) for p in (0, 1, 2)}
+    plan = plan_for(state, findings_for(state, kinds))
+    assert [s.broker for s in plan.steps] == [1, 2, 3]
+    assert "out of the ISR" in plan.steps[0].reason
+    assert plan.steps[0].files == tuple(files(1, "orders-0", "orders-1", "orders-2"))
+    assert plan.refused
+    assert any(
+        "its leader, broker 2, holds a topic id ZooKeeper no longer has" in r for r in plan.refusals
+    )
+    overridden = plan_for(state, findings_for(state, kinds), allow_unsafe=True)
+    assert not overridden.refused and overridden.refusals == plan.refusals
+    assert overridden.digest != plan.digest
+
+
+@pytest.mark.parametrize(
+    ("name", "state_kwargs", "kinds", "refusal"),
+    [
+        (
+            "offline partition",
+            {"leaders": {("t", 1): -1}, "isr": {("t", 1): [3]}},
+            {(2, "t", 0): "TOPIC_ID_MISMATCH"},
+            "partition(s) without a leader: t-1",
+        ),
+        (
+            "exactly min isr in sync",
+            {"isr": {("t", 0): [1, 2]}},
+            {(2, "t", 0): "TOPIC_ID_MISMATCH"},
+            "t-0 has exactly min.insync.replicas=2 in sync (isr [1, 2]);"
+            " restarting broker 2 would take it below",
+        ),
+        (
+            "unregistered replica",
+            {"registered": [1, 2]},
+            {(2, "t", 0): "TOPIC_ID_MISMATCH"},
+            "broker(s) [3] are not registered in ZooKeeper",
+        ),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_refusals(
+    name: str, state_kwargs: dict[str, Any], kinds: dict[Any, str], refusal: str
+) -> None:
+    state = cluster(
+        brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3], 1: [3, 1, 2]}}, controller=1, **state_kwargs
+    )
+    plan = plan_for(state, findings_for(state, kinds))
+    assert plan.refused
+    assert any(refusal in r for r in plan.refusals), plan.refusals
+
+
+def test_an_unreachable_broker_refuses_the_plan() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=1)
+    findings = findings_for(state, {(2, "t", 0): "TOPIC_ID_MISMATCH"})
+    findings.append(
+        Finding(kind="BROKER_UNREACHABLE", cluster="c", broker=3, detail="ssh: timed out")
+    )
+    plan = plan_for(state, [f for f in findings if f.broker != 3 or f.kind == "BROKER_UNREACHABLE"])
+    assert plan.refused
+    assert (
+        plan.refusals[0]
+        == "broker 3 could not be inspected (ssh: timed out); its replicas are unknown"
+    )
+    assert (3, "its disk could not be inspected") in plan.skipped
+
+
+def test_internal_topics_are_left_alone_unless_named() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"__consumer_offsets": {0: [1, 2, 3]}}, controller=1)
+    findings = findings_for(state, {(2, "__consumer_offsets", 0): "TOPIC_ID_MISMATCH"})
+    plan = plan_for(state, findings)
+    assert plan.steps == ()
+    assert (
+        2,
+        "only excluded topics need the fix (__consumer_offsets);"
+        " name them with --include-topic to act on them",
+    ) in plan.skipped
+    named = plan_for(state, findings, include_topics=frozenset({"__consumer_offsets"}))
+    assert [s.broker for s in named.steps] == [2]
+    assert named.steps[0].files == tuple(files(2, "__consumer_offsets-0"))
+
+
+def test_corrupt_files_are_repaired_too() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=1)
+    plan = plan_for(state, findings_for(state, {(3, "t", 0): "METADATA_CORRUPT"}))
+    assert [s.broker for s in plan.steps] == [3]
+    assert "1 partition.metadata file(s) Kafka cannot read (t-0)" in plan.steps[0].reason
+    assert plan.fingerprint["files"] == {"/data/3/kafka/t-0/partition.metadata": None}
+
+
+def test_scope_all_deletes_every_non_internal_partition_on_the_broker() -> None:
+    state = cluster(
+        brokers=[1, 2, 3],
+        topics={"t": {0: [1, 2, 3], 1: [2, 3, 1]}, "__transaction_state": {0: [2, 1, 3]}},
+        controller=1,
+    )
+    scope_all = REPAIR.model_copy(update={"scope": "all"})
+    plan = plan_for(
+        state, findings_for(state, {(2, "t", 0): "TOPIC_ID_MISMATCH"}), playbook=scope_all
+    )
+    assert [s.broker for s in plan.steps] == [2]
+    assert plan.steps[0].files == tuple(files(2, "t-0", "t-1"))
+
+
+def test_max_brokers_per_run_leaves_the_rest_for_a_later_plan() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=1)
+    limited = REPAIR.model_copy(
+        update={"gates": REPAIR.gates.model_copy(update={"max_brokers_per_run": 1})}
+    )
+    kinds = {(b, "t", 0): "TOPIC_ID_MISMATCH" for b in (2, 3)}
+    plan = plan_for(state, findings_for(state, kinds), playbook=limited)
+    assert [s.broker for s in plan.steps] == [2]
+    assert (3, "beyond max_brokers_per_run=1; plan again after this run") in plan.skipped
+
+
+def test_rolling_restart_takes_every_broker_and_no_file() -> None:
+    state = cluster(brokers=[1, 2, 3, 4], topics={"t": {0: [1, 2, 3]}}, controller=2)
+    plan = plan_for(state, findings_for(state), playbook=ROLLING)
+    assert [s.broker for s in plan.steps] == [1, 3, 2]
+    assert all(s.files == () for s in plan.steps)
+    assert plan.steps[0].actions == (
+        "gate restart-safety",
+        "stop",
+        "start",
+        "wait registered",
+        "wait in-sync",
+    )
+    assert plan.skipped == ((4, "hosts no partition or is not registered"),)
+
+
+def test_the_plan_round_trips_through_json_with_the_same_digest() -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=3)
+    plan = plan_for(
+        state,
+        findings_for(state, {(1, "orders", 0): "TOPIC_ID_MISMATCH"}),
+        created_at="2026-11-22T05:00:00+00:00",
+    )
+    document = json.loads(json.dumps(plan.to_json()))
+    assert document["digest"] == plan.digest == compute_digest(plan.body())
+    assert plan_from_json(document).digest == plan.digest
+    assert {"digest", "playbook", "fingerprint", "controller", "steps"} <= set(document)
+    assert {"broker", "reason", "partitions", "files"} <= set(document["steps"][0])
+
+
+def test_markdown_says_what_why_in_what_order_and_how_long() -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=3)
+    kinds = {(b, "orders", 0): "TOPIC_ID_MISMATCH" for b in (1, 3)}
+    plan = plan_for(state, findings_for(state, kinds), created_at="2026-11-22T05:00:00+00:00")
+    text = plan_markdown(plan, plan_path="p.json")
+    assert text.startswith("# Change: `topicid-mismatch` on `c`")
+    assert "### 1. Broker 1\n" in text and "### 2. Broker 3 (active controller, last)" in text
+    assert "orders-0: isr 3 -> 2 (min 2)" in text
+    assert "expected duration: about 2 min 20 s" in text
+    assert f"--approve {plan.digest}" in text
+    assert "`/data/1/kafka/orders-0/partition.metadata`" in text
+
+
+# -- properties over generated clusters ---------------------------------------------------------
+
+KINDS = ("OK", "OK", "TOPIC_ID_MISMATCH", "METADATA_MISSING", "METADATA_CORRUPT")
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[ClusterState, list[Finding]]:
+    brokers = list(range(1, draw(st.integers(1, 6)) + 1))
+    topics: dict[str, dict[int, list[int]]] = {}
+    isr: dict[tuple[str, int], list[int]] = {}
+    names = draw(
+        st.lists(
+            st.sampled_from(["orders", "payments", "__consumer_offsets", "logs.v2"]),
+            min_size=1,
+            unique=True,
+        )
+    )
+    for name in names:
+        rf = draw(st.integers(1, min(3, len(brokers))))
+        topics[name] = {}
+        for number in range(draw(st.integers(1, 4))):
+            replicas = draw(st.permutations(brokers))[:rf]
+            topics[name][number] = replicas
+            isr[(name, number)] = [r for r in replicas if r == replicas[0] or draw(st.booleans())]
+    state = cluster(
+        brokers=brokers,
+        topics=topics,
+        isr=isr,
+        controller=draw(st.sampled_from(brokers)),
+        min_isr={t: draw(st.integers(1, 3)) for t in topics},
+    )
+    kinds = {
+        (b, t, p): draw(st.sampled_from(KINDS))
+        for t, assignment in topics.items()
+        for p, replicas in assignment.items()
+        for b in replicas
+    }
+    return state, findings_for(state, kinds)
+
+
+@settings(max_examples=300, deadline=None)
+@given(clusters(), st.booleans(), st.sampled_from(["affected", "all"]))
+def test_plan_properties(
+    generated: tuple[ClusterState, list[Finding]], unsafe: bool, scope: str
+) -> None:
+    state, findings = generated
+    playbook = REPAIR.model_copy(update={"scope": scope})
+    plan = plan_for(state, findings, playbook=playbook, allow_unsafe=unsafe)
+    order = [s.broker for s in plan.steps]
+    assert len(order) == len(set(order)), "no broker appears twice"
+    if state.controller_id in order:
+        assert order[-1] == state.controller_id, "the controller is always last"
+    needing = {
+        f.broker
+        for f in findings
+        if f.kind in playbook.applies_to
+        and f.topic is not None
+        and f.topic not in playbook.exclude_topics
+    }
+    assert set(order) == needing, "exactly the brokers with findings get a step"
+    out_of_isr = {
+        f.broker
+        for f in findings
+        if f.kind == "TOPIC_ID_MISMATCH_OUT_OF_ISR" and f.topic not in playbook.exclude_topics
+    }
+    body = [b for b in order if b != state.controller_id]
+    assert body == sorted(body, key=lambda b: (b not in out_of_isr, b)), "out-of-ISR brokers first"
+    mismatched = {
+        (f.broker, f"{f.topic}-{f.partition}") for f in findings if f.kind in playbook.applies_to
+    }
+    for step in plan.steps:
+        for path in step.files:
+            partition = path.split("/")[-2]
+            assert path.startswith(f"/data/{step.broker}/kafka/")
+            if scope == "affected":
+                assert (step.broker, partition) in mismatched
+            else:
+                assert not partition.startswith("__consumer_offsets")
+    assert plan.refused == (bool(plan.refusals) and not unsafe)
+
+
+FIELD_MUTATIONS = [
+    ("cluster", "other"),
+    ("cluster_id", "other"),
+    ("playbook", "other"),
+    ("playbook_version", 99),
+    ("controller", 42),
+    ("allow_unsafe", True),
+    ("estimate_s", 1.5),
+    ("created_at", "2030-01-01T00:00:00+00:00"),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), FIELD_MUTATIONS, ids=[f for f, _ in FIELD_MUTATIONS])
+def test_the_digest_changes_when_any_field_changes(field: str, value: object) -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=3)
+    plan = plan_for(state, findings_for(state, {(1, "orders", 0): "TOPIC_ID_MISMATCH"}))
+    changed = replace(plan, **{field: value})
+    assert compute_digest(changed.body()) != plan.digest
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_digest_changes_when_any_nested_value_changes(data: st.DataObject) -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=3)
+    kinds = {(b, "orders", p): "TOPIC_ID_MISMATCH" for b in (1, 2) for p in (0, 1)}
+    body = plan_for(state, findings_for(state, kinds)).body()
+    original = compute_digest(body)
+    leaves: list[tuple[list[Any], Any]] = []
+
+    def walk(node: Any, path: list[Any]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, [*path, key])
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, [*path, index])
+        else:
+            leaves.append((path, node))
+
+    walk(body, [])
+    path, old = data.draw(st.sampled_from(leaves))
+    new = data.draw(
+        st.one_of(st.integers(), st.text(max_size=5), st.booleans(), st.none()).filter(
+            lambda v: v != old or type(v) is not type(old)
+        )
+    )
+    target = json.loads(json.dumps(body))
+    node = target
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = new
+    assert compute_digest(target) != original
