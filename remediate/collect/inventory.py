@@ -281,10 +281,13 @@ BEGIN {
 # happens one level deeper (`-path "./*/*" -prune`) so that find also sees the two files inside
 # each child directory, and nothing below them. The expression is a flat chain of -o: busybox
 # find (1.35) never runs an `-exec ... {} +` batch that sits inside \( \).
+# mawk, where the broker has it, runs the program in two thirds of gawk's time (measured at
+# 12,500 partitions); $REMEDIATE_AWK pins one (the tests use it to run each awk in turn).
 _SCRIPT = """\
 P='{awk}'
 LC_ALL=C; export LC_ALL; unset CDPATH
-awk -v m=H -- "$P" || exit 1
+A=${{REMEDIATE_AWK:-$(command -v mawk 2>/dev/null || echo awk)}}
+"$A" -v m=H -- "$P" || exit 1
 i=0
 for d in "$@"; do
   case $d in /*) p=$d ;; *) p=./$d ;; esac
@@ -293,15 +296,15 @@ for d in "$@"; do
   elif [ -e "$p" ] || [ -h "$p" ]; then s=not_a_directory
   else s=missing
   fi
-  awk -v m=L -v i=$i -v s=$s -- "$P" "$d" || exit 1
+  "$A" -v m=L -v i=$i -v s=$s -- "$P" "$d" || exit 1
   if [ $s = present ]; then
     (cd -- "$p" && exec find . \\
       -path "./*/*" -prune {names} -type f \\
-      -exec awk -v m=F -v i=$i -v x={max_bytes} -v t={tail} -- "$P" {{}} + \\
-      -o -path "./*/*" {names} -type d -exec awk -v m=O -v i=$i -v r=directory -- "$P" {{}} + \\
-      -o -path "./*/*" {names} -type l -exec awk -v m=O -v i=$i -v r=symlink -- "$P" {{}} + \\
-      -o -path "./*/*" {names} -exec awk -v m=O -v i=$i -v r=special -- "$P" {{}} + \\
-      -o ! -name . ! -path "./*/*" -type d -exec awk -v m=D -v i=$i -- "$P" {{}} +)
+      -exec "$A" -v m=F -v i=$i -v x={max_bytes} -v t={tail} -- "$P" {{}} + \\
+      -o -path "./*/*" {names} -type d -exec "$A" -v m=O -v i=$i -v r=directory -- "$P" {{}} + \\
+      -o -path "./*/*" {names} -type l -exec "$A" -v m=O -v i=$i -v r=symlink -- "$P" {{}} + \\
+      -o -path "./*/*" {names} -exec "$A" -v m=O -v i=$i -v r=special -- "$P" {{}} + \\
+      -o ! -name . ! -path "./*/*" -type d -exec "$A" -v m=D -v i=$i -- "$P" {{}} +)
     echo "Z $i $?"
   fi
   i=$((i+1))

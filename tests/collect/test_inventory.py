@@ -90,6 +90,8 @@ def _env(toolset: Toolset, bin_root: Path) -> dict[str, str]:
             if not link.exists():
                 link.symlink_to(target)
         env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    # The command prefers mawk when there is one; pin the awk under test.
+    env["REMEDIATE_AWK"] = "awk"
     return env
 
 
@@ -591,7 +593,7 @@ def test_failing_listing_makes_the_log_dir_unreadable(tmp_path: Path) -> None:
     log_dir = tmp_path / "data"
     log_dir.mkdir()
     make_partition(log_dir, b"t-0", {"partition.metadata": METADATA})
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", REMEDIATE_AWK="awk")
     result = inventory([log_dir], env=env)
     assert result.log_dirs[0].state == "unreadable"
     assert [e.name for e in result.log_dirs[0].entries] == ["t-0"]
@@ -1030,3 +1032,25 @@ def test_classify_any_content(content: bytes, truncated: bool) -> None:
     finding = classify_metadata(entry_with(present(content, 1, truncated=truncated)))
     assert finding.state in ("ok", "corrupt")
     assert (finding.topic_id is None) == (finding.state == "corrupt")
+
+
+def test_the_command_prefers_mawk_and_can_be_pinned(tmp_path: Path) -> None:
+    awk = shutil.which("awk")
+    assert awk is not None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    used = tmp_path / "mawk-was-used"
+    wrapper = bin_dir / "mawk"
+    wrapper.write_text(f'#!/bin/sh\n: > {shlex.quote(str(used))}\nexec {shlex.quote(awk)} "$@"\n')
+    wrapper.chmod(0o755)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    make_partition(log_dir, b"t-0", {"partition.metadata": METADATA})
+    env = {k: v for k, v in os.environ.items() if k != "REMEDIATE_AWK"}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    assert parse_inventory(run(inventory_command([str(log_dir)]), env=env), source="t").log_dirs
+    assert used.exists()
+    used.unlink()
+    pinned = {**env, "REMEDIATE_AWK": "awk"}
+    assert parse_inventory(run(inventory_command([str(log_dir)]), env=pinned), source="t").log_dirs
+    assert not used.exists()
