@@ -52,6 +52,38 @@ class ScanError(RemediationError):
     """A snapshot could not be read or classified."""
 
 
+class ExecuteError(RemediationError):
+    """A plan could not be carried out (apply, fix, resume, rollback)."""
+
+
+class RefusedError(ExecuteError):
+    """Refused before anything changed: no approval, wrong digest, drift, lock held."""
+
+
+class LockHeldError(RefusedError):
+    """Another run holds the cluster's lock; `holder` names it."""
+
+    def __init__(self, message: str, holder: str | None = None) -> None:
+        self.holder = holder
+        super().__init__(message)
+
+
+class HaltedError(ExecuteError):
+    """A run stopped part-way (a gate timed out, a step failed); the journal says where."""
+
+
+class LockLostError(HaltedError):
+    """The ZooKeeper session that held the lock was lost: no further destructive action."""
+
+
+class BackupError(HaltedError):
+    """A backup could not be made, read back or verified, or a restore was refused."""
+
+
+class JournalError(ExecuteError):
+    """A run journal could not be created, read or appended to, or would hold a secret."""
+
+
 class SandboxError(RemediationError):
     """The sandbox cluster could not be started, stopped or driven."""
 

@@ -19,7 +19,7 @@ replicas without losing acks=all availability.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from remediate.state import ClusterState, TopicPartition
@@ -141,3 +141,117 @@ def refusal_blocker(
                 f" {broker} causes and stop acknowledging acks=all writes"
             )
     return None
+
+
+# -- the executor's gates, decided on a fresh read right before each action ------------------
+
+
+def stopped_blocker(state: ClusterState, broker: int) -> str | None:
+    """Why `broker` is not yet stopped as far as ZooKeeper can tell."""
+    if broker in state.brokers:
+        return f"broker {broker} is still registered in ZooKeeper"
+    return None
+
+
+def in_sync_blocker(state: ClusterState, broker: int) -> str | None:
+    """Why `broker` is not yet back: registered, and in the ISR of every partition it hosts."""
+    if broker not in state.brokers:
+        return f"broker {broker} is not registered in ZooKeeper"
+    missing = [
+        tp
+        for tp in state.partitions_on(broker)
+        if tp in state.partitions
+        and (state.partitions[tp].leader < 0 or broker not in state.partitions[tp].isr)
+    ]
+    if missing:
+        return _partitions_without(missing, f"broker {broker} in the ISR")
+    return None
+
+
+def topic_in_sync_blocker(state: ClusterState, topic: str) -> str | None:
+    """Why `topic` is not whole: a partition without a leader, or a registered replica out
+    of its ISR."""
+    if topic not in state.topics:
+        return f"topic {topic} is not in ZooKeeper"
+    missing = []
+    for number, replicas in sorted(state.topics[topic].assignment.partitions.items()):
+        partition = state.partitions.get((topic, number))
+        live = {r for r in replicas if r in state.brokers}
+        if partition is None or partition.leader < 0 or not live <= set(partition.isr):
+            missing.append((topic, number))
+    if missing:
+        return _partitions_without(missing, "a leader and every registered replica in the ISR")
+    return None
+
+
+def _partitions_without(missing: Sequence[TopicPartition], what: str) -> str:
+    shown = ", ".join(partition_name(tp) for tp in missing[:6])
+    more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
+    return f"{len(missing)} partition(s) without {what}: {shown}{more}"
+
+
+def missing_id_blocker(state: ClusterState, *, restored: Collection[str] = ()) -> str | None:
+    """Why a controller election now would arm a topic: it has no id in ZooKeeper, so the new
+    controller would mint one that no replica holds."""
+    missing = sorted(
+        name
+        for name, topic in state.topics.items()
+        if topic.topic_id is None and name not in restored
+    )
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        return (
+            f"topic(s) {shown} have no topic id in ZooKeeper; a new controller would mint one"
+            " no replica holds"
+        )
+    return None
+
+
+def pre_restart_blocker(
+    state: ClusterState,
+    broker: int,
+    *,
+    expected: Iterable[int],
+    targeted: Collection[TopicPartition],
+    stale: StaleIdHolder,
+    min_isr_default: int,
+    restored: Collection[str] = (),
+) -> str | None:
+    """Everything that must hold before `broker` is stopped, first reason wins.
+
+    `targeted` are the partitions this step repairs: a replica of the broker already out of
+    their ISR is the degradation the repair removes, so it does not block.
+    """
+    out_of_isr = {
+        tp for tp in targeted if tp in state.partitions and broker not in state.partitions[tp].isr
+    }
+    return (
+        registration_blocker(state, expected)
+        or offline_blocker(state, ignore=out_of_isr)
+        or restart_blocker(state, broker, min_isr_default=min_isr_default, ignore=out_of_isr)
+        or refusal_blocker(state, broker, stale)
+        or (missing_id_blocker(state, restored=restored) if broker == state.controller_id else None)
+    )
+
+
+def health_sample(state: ClusterState, min_isr_default: int) -> dict[str, object]:
+    """Counts the run keeps in its journal while it waits (for the report and the tests)."""
+    under = offline = below = 0
+    for (topic, number), partition in state.partitions.items():
+        replicas = state.replicas(topic, number)
+        if partition.leader < 0:
+            offline += 1
+        if len(partition.isr) < len(replicas):
+            under += 1
+        min_isr = state.min_insync_replicas(topic, min_isr_default)
+        if len(replicas) > min_isr and len(partition.isr) < min_isr:
+            below += 1
+    return {
+        "under_replicated": under,
+        "offline": offline,
+        "below_min_isr": below,
+        "controller": state.controller_id,
+        "brokers": sorted(state.brokers),
+    }

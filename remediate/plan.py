@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from remediate.agreement import agreements
 from remediate.gates import (
     StaleIdHolder,
     offline_blocker,
@@ -62,8 +63,11 @@ class PlanStep:
     impact: tuple[str, ...]
     is_controller: bool
 
+    kind = "restart"
+
     def to_json(self) -> dict[str, Any]:
         return {
+            "kind": self.kind,
             "broker": self.broker,
             "reason": self.reason,
             "partitions": list(self.partitions),
@@ -75,6 +79,48 @@ class PlanStep:
 
 
 @dataclass(frozen=True)
+class RestoreStep:
+    """Write the id every replica agrees on into the topic znode (CAS on `znode_version`);
+    with `reelect`, have the controller re-elected so it loads and sends that id."""
+
+    topic: str
+    topic_id: str
+    zk_topic_id: str | None
+    znode_version: int
+    reelect: bool
+    reason: str
+    partitions: tuple[str, ...]
+    actions: tuple[str, ...]
+    impact: tuple[str, ...]
+    playbook: str
+
+    kind = "restore"
+    broker = None
+    files: tuple[str, ...] = ()
+    is_controller = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "broker": None,
+            "topic": self.topic,
+            "topic_id": self.topic_id,
+            "zk_topic_id": self.zk_topic_id,
+            "znode_version": self.znode_version,
+            "reelect": self.reelect,
+            "reason": self.reason,
+            "partitions": list(self.partitions),
+            "files": [],
+            "actions": list(self.actions),
+            "impact": list(self.impact),
+            "playbook": self.playbook,
+        }
+
+
+AnyStep = PlanStep | RestoreStep
+
+
+@dataclass(frozen=True)
 class Plan:
     cluster: str
     cluster_id: str | None
@@ -82,17 +128,26 @@ class Plan:
     playbook_version: int
     controller: int | None
     fingerprint: Mapping[str, Any]
-    steps: tuple[PlanStep, ...]
+    steps: tuple[AnyStep, ...]
     skipped: tuple[tuple[int, str], ...]
     refusals: tuple[str, ...]
     allow_unsafe: bool
     estimate_s: float
     created_at: str | None = None
+    notes: tuple[str, ...] = ()
     digest: str = field(default="", compare=False)
 
     @property
     def refused(self) -> bool:
         return bool(self.refusals) and not self.allow_unsafe
+
+    @property
+    def restarts(self) -> tuple[PlanStep, ...]:
+        return tuple(s for s in self.steps if isinstance(s, PlanStep))
+
+    @property
+    def restores(self) -> tuple[RestoreStep, ...]:
+        return tuple(s for s in self.steps if isinstance(s, RestoreStep))
 
     def body(self) -> dict[str, Any]:
         """Everything the digest covers."""
@@ -110,6 +165,7 @@ class Plan:
             "refusals": list(self.refusals),
             "allow_unsafe": self.allow_unsafe,
             "estimate_s": self.estimate_s,
+            "notes": list(self.notes),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -269,15 +325,38 @@ def _step(
 
 
 def _fingerprint(
-    state: ClusterState, affected: Sequence[Finding], steps: Sequence[PlanStep], playbook: Playbook
+    state: ClusterState,
+    affected: Sequence[Finding],
+    steps: Sequence[AnyStep],
+    playbook: Playbook,
+    findings: Sequence[Finding],
 ) -> dict[str, Any]:
-    topics = sorted({f.topic for f in affected if f.topic is not None and f.topic in state.topics})
+    restored = {s.topic for s in steps if isinstance(s, RestoreStep)}
+    topics = sorted(
+        {f.topic for f in affected if f.topic is not None and f.topic in state.topics} | restored
+    )
+    # Keyed "broker:path": brokers often use the same log dir paths.
     planned = {
-        path for step in steps for path in step.files if path.endswith("/partition.metadata")
+        f"{step.broker}:{path}"
+        for step in steps
+        for path in step.files
+        if path.endswith("/partition.metadata")
     }
     files = {
-        path: f.file_topic_id for f in affected for path in _files(f, playbook) if path in planned
+        f"{f.broker}:{path}": f.file_topic_id
+        for f in affected
+        for path in _files(f, playbook)
+        if f"{f.broker}:{path}" in planned
     }
+    # A restore relies on every replica's file: any change to one of them is drift.
+    for f in findings:
+        if (
+            f.topic in restored
+            and f.log_dir is not None
+            and f.partition is not None
+            and f.broker is not None
+        ):
+            files[f"{f.broker}:{_metadata_path(f.log_dir, f.topic, f.partition)}"] = f.file_topic_id
     return {
         "cluster_id": state.cluster_id,
         "brokers": sorted(state.brokers),
@@ -285,6 +364,79 @@ def _fingerprint(
         "topics": {t: state.topics[t].znode_version for t in topics},
         "files": dict(sorted(files.items())),
     }
+
+
+def _metadata_path(log_dir: str, topic: str, partition: int) -> str:
+    return f"{log_dir.rstrip('/')}/{topic}-{partition}/partition.metadata"
+
+
+def _restores(
+    state: ClusterState,
+    findings: Sequence[Finding],
+    candidates: Iterable[str],
+    restore: Playbook,
+    options: PlanOptions,
+) -> tuple[list[RestoreStep], dict[str, str]]:
+    """Restore steps for the topics whose replicas agree, and why the others get none."""
+    steps: list[RestoreStep] = []
+    why_not: dict[str, str] = {}
+    for topic, agreement in agreements(candidates, state, findings).items():
+        if topic in restore.exclude_topics and topic not in options.include_topics:
+            why_not[topic] = "internal topic; name it with --include-topic to act on it"
+            continue
+        if agreement.agreed_id is None:
+            why_not[topic] = agreement.reason or "no agreement"
+            continue
+        zk_id = state.topics[topic].topic_id
+        if zk_id == agreement.agreed_id:
+            continue
+        reelect = zk_id is not None
+        partitions = tuple(
+            partition_name((topic, p)) for p in sorted(state.topics[topic].assignment.partitions)
+        )
+        if reelect:
+            reason = (
+                f"every one of its {agreement.replicas} replicas holds {agreement.agreed_id},"
+                f" ZooKeeper holds {zk_id}: write {agreement.agreed_id} back and re-elect the"
+                " controller so it sends that id; no broker restarts"
+            )
+            impact = (
+                "one controller election: every broker receives LeaderAndIsr again;"
+                " no partition loses an in-sync replica",
+            )
+        else:
+            reason = (
+                f"ZooKeeper lost the topic id; every one of its {agreement.replicas} replicas"
+                f" holds {agreement.agreed_id}: write it back before a controller failover"
+                " mints a new one; no broker restarts"
+            )
+            impact = ("none: one znode write",)
+        actions = tuple(
+            str(step)
+            for step in restore.steps
+            if reelect or str(step) != "zk-write controller-election"
+        )
+        steps.append(
+            RestoreStep(
+                topic=topic,
+                topic_id=agreement.agreed_id,
+                zk_topic_id=zk_id,
+                znode_version=state.topics[topic].znode_version,
+                reelect=reelect,
+                reason=reason,
+                partitions=partitions,
+                actions=actions,
+                impact=impact,
+                playbook=restore.name,
+            )
+        )
+    # Znode writes before any election: a re-election must find every id already in place.
+    steps.sort(key=lambda s: (s.reelect, s.topic))
+    return steps, why_not
+
+
+def is_restore_playbook(playbook: Playbook) -> bool:
+    return any(step.verb == "zk-write" for step in playbook.steps)
 
 
 def make_plan(
@@ -295,10 +447,26 @@ def make_plan(
     playbook: Playbook,
     options: PlanOptions = PlanOptions(),
     known_brokers: Iterable[int] = (),
+    restore: Playbook | None = None,
 ) -> Plan:
-    """The plan. `known_brokers` are the configured brokers (so the ones left out are named)."""
+    """The plan. `known_brokers` are the configured brokers (so the ones left out are named).
+
+    With a `restore` playbook (or when `playbook` is one), topics whose replicas all agree on
+    an id ZooKeeper does not hold get a restore step, first; their replicas get no restart.
+    """
+    restarting = not is_restore_playbook(playbook)
+    if not restarting:
+        restore = playbook
+    restart_kinds = frozenset(playbook.applies_to) if restarting else frozenset()
+    missing = {f.topic for f in findings if f.kind == "ZK_TOPIC_ID_MISSING" and f.topic}
+    mismatched = {f.topic for f in findings if f.kind in MISMATCH_KINDS and f.topic}
+    restores: list[RestoreStep] = []
+    why_not: dict[str, str] = {}
+    if restore is not None:
+        restores, why_not = _restores(state, findings, missing | mismatched, restore, options)
+    restored = {s.topic for s in restores}
     eligible = [f for f in findings if _eligible(f, playbook, options)]
-    affected = [f for f in eligible if f.kind in playbook.applies_to]
+    affected = [f for f in eligible if f.kind in restart_kinds and f.topic not in restored]
     by_broker: dict[int, list[Finding]] = {}
     for f in affected:
         if f.broker is not None:
@@ -308,9 +476,11 @@ def make_plan(
         | set(state.brokers)
         | {f.broker for f in findings if f.broker is not None}
     )
-    targets = _targets(state, brokers, by_broker, playbook)
+    targets = _targets(state, brokers, by_broker, playbook) if restarting else []
     skipped = [
-        (b, _skip_reason(b, findings, playbook, options)) for b in brokers if b not in targets
+        (b, _skip_reason(b, findings, playbook, options))
+        for b in brokers
+        if b not in targets and restarting
     ]
     limit = playbook.gates.max_brokers_per_run
     if limit and len(targets) > limit:
@@ -319,7 +489,7 @@ def make_plan(
             for b in targets[limit:]
         ]
         targets = targets[:limit]
-    steps = [
+    restarts = [
         _step(
             b,
             state,
@@ -330,7 +500,12 @@ def make_plan(
         )
         for b in targets
     ]
-    estimate = len(steps) * (playbook.gates.expected_restart_s + playbook.gates.stability_window_s)
+    steps: list[AnyStep] = [*restores, *restarts]
+    estimate = len(restarts) * (
+        playbook.gates.expected_restart_s + playbook.gates.stability_window_s
+    ) + len(restores) * (restore.gates.stability_window_s + 5 if restore else 0)
+    refusals = _refusals(state, findings, restarts, options)
+    refusals += _restore_refusals(state, restores, restarts, missing, why_not)
     return with_digest(
         Plan(
             cluster=cluster,
@@ -338,15 +513,50 @@ def make_plan(
             playbook=playbook.name,
             playbook_version=playbook.version,
             controller=state.controller_id,
-            fingerprint=_fingerprint(state, affected, steps, playbook),
+            fingerprint=_fingerprint(state, affected, steps, playbook, findings),
             steps=tuple(steps),
             skipped=tuple(sorted(skipped)),
-            refusals=tuple(_refusals(state, findings, steps, options)),
+            refusals=tuple(refusals),
             allow_unsafe=options.allow_unsafe,
             estimate_s=estimate,
             created_at=options.created_at,
+            notes=tuple(_notes(why_not, mismatched)),
         )
     )
+
+
+def _restore_refusals(
+    state: ClusterState,
+    restores: Sequence[RestoreStep],
+    restarts: Sequence[PlanStep],
+    missing: Iterable[str],
+    why_not: Mapping[str, str],
+) -> list[str]:
+    refusals = [
+        f"{topic}: ZooKeeper lost its topic id and it cannot be restored automatically: {why}"
+        for topic, why in sorted(why_not.items())
+        if topic in set(missing)
+    ]
+    restored = {s.topic for s in restores}
+    still_missing = sorted(set(missing) - restored)
+    elects = [f"restore of {s.topic}" for s in restores if s.reelect]
+    elects += [f"restart of broker {s.broker}" for s in restarts if s.is_controller]
+    if still_missing and elects:
+        refusals.append(
+            f"{', '.join(elects)} would make a new controller, which mints a new id for"
+            f" {', '.join(still_missing)} (no topic id in ZooKeeper) and arms every replica"
+            " of it; restore those ids first"
+        )
+    return refusals
+
+
+def _notes(why_not: Mapping[str, str], mismatched: Iterable[str]) -> list[str]:
+    """Why a mismatched topic is repaired by restarts rather than by a restore."""
+    return [
+        f"{topic}: no repair without restarts, because {why}"
+        for topic, why in sorted(why_not.items())
+        if topic in set(mismatched)
+    ]
 
 
 def _impact(state: ClusterState, broker: int, min_isr_default: int) -> list[str]:
@@ -414,20 +624,33 @@ def _refusals(
 # -- reading a plan back ----------------------------------------------------------------------
 
 
-def plan_from_json(document: Mapping[str, Any]) -> Plan:
-    """Rebuild a Plan from its JSON (the digest is recomputed, never trusted)."""
-    steps = tuple(
-        PlanStep(
-            broker=int(s["broker"]),
+def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
+    if s.get("kind", "restart") == "restore":
+        return RestoreStep(
+            topic=str(s["topic"]),
+            topic_id=str(s["topic_id"]),
+            zk_topic_id=None if s["zk_topic_id"] is None else str(s["zk_topic_id"]),
+            znode_version=int(s["znode_version"]),
+            reelect=bool(s["reelect"]),
             reason=str(s["reason"]),
             partitions=tuple(s["partitions"]),
-            files=tuple(s["files"]),
             actions=tuple(s["actions"]),
             impact=tuple(s["impact"]),
-            is_controller=bool(s["is_controller"]),
+            playbook=str(s["playbook"]),
         )
-        for s in document["steps"]
+    return PlanStep(
+        broker=int(s["broker"]),
+        reason=str(s["reason"]),
+        partitions=tuple(s["partitions"]),
+        files=tuple(s["files"]),
+        actions=tuple(s["actions"]),
+        impact=tuple(s["impact"]),
+        is_controller=bool(s["is_controller"]),
     )
+
+
+def plan_from_json(document: Mapping[str, Any]) -> Plan:
+    """Rebuild a Plan from its JSON (the digest is recomputed, never trusted)."""
     plan = Plan(
         cluster=document["cluster"],
         cluster_id=document["cluster_id"],
@@ -435,11 +658,12 @@ def plan_from_json(document: Mapping[str, Any]) -> Plan:
         playbook_version=int(document["playbook_version"]),
         controller=document["controller"],
         fingerprint=document["fingerprint"],
-        steps=steps,
+        steps=tuple(_step_from_json(s) for s in document["steps"]),
         skipped=tuple((int(s["broker"]), str(s["reason"])) for s in document["skipped"]),
         refusals=tuple(document["refusals"]),
         allow_unsafe=bool(document["allow_unsafe"]),
         estimate_s=float(document["estimate_s"]),
         created_at=document.get("created_at"),
+        notes=tuple(document.get("notes", ())),
     )
     return with_digest(plan)

@@ -29,7 +29,7 @@ ARGUMENTS: dict[str, frozenset[str] | None] = {
     "start": None,
     "wait": frozenset({"registered", "in-sync"}),
     "verify": frozenset({"topic-ids"}),
-    "zk-write": frozenset({"topic-id"}),
+    "zk-write": frozenset({"topic-id", "controller-election"}),
 }
 ALLOWED_FILES = (PARTITION_METADATA, LEADER_EPOCH_CHECKPOINT)
 FINDING_KINDS = (

@@ -9,7 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from remediate.plan import Plan
+from remediate.plan import Plan, RestoreStep
 
 
 def _duration(seconds: float) -> str:
@@ -30,6 +30,16 @@ def plan_table(plan: Plan) -> Group:
     header.append(f"; {len(plan.steps)} step(s), about {_duration(plan.estimate_s)}")
     table = Table("#", "broker", "reason", "partitions", "files", "while down", show_lines=True)
     for number, step in enumerate(plan.steps, 1):
+        if isinstance(step, RestoreStep):
+            table.add_row(
+                str(number),
+                f"none (restore {step.topic})",
+                step.reason,
+                "\n".join(step.partitions),
+                f"znode /brokers/topics/{step.topic} v{step.znode_version}",
+                "\n".join(step.impact),
+            )
+            continue
         table.add_row(
             str(number),
             f"{step.broker}" + (" (controller)" if step.is_controller else ""),
@@ -44,6 +54,11 @@ def plan_table(plan: Plan) -> Group:
         for reason in plan.refusals:
             refusals.append(f"  - {reason}\n")
         parts.append(refusals)
+    if plan.notes:
+        notes = Text("\nnotes:\n")
+        for note in plan.notes:
+            notes.append(f"  - {note}\n")
+        parts.append(notes)
     if plan.skipped:
         skipped = Text("\nleft out:\n")
         for broker, reason in plan.skipped:
@@ -79,6 +94,24 @@ def plan_markdown(
     if not plan.steps:
         lines += ["Nothing: no broker needs this playbook.", ""]
     for number, step in enumerate(plan.steps, 1):
+        if isinstance(step, RestoreStep):
+            lines += [
+                f"### {number}. Restore the topic id of `{step.topic}` (no restart)",
+                "",
+                f"Why: {step.reason}",
+                "",
+                "Actions: " + " → ".join(f"`{a}`" for a in step.actions),
+                "",
+                f"Write `{step.topic_id}` into `/brokers/topics/{step.topic}` (now"
+                f" {step.zk_topic_id or 'no id'}), only if the znode is still at version"
+                f" {step.znode_version}.",
+                "",
+                "Impact:",
+                "",
+                *[f"- {line}" for line in step.impact],
+                "",
+            ]
+            continue
         role = " (active controller, last)" if step.is_controller else ""
         lines += [f"### {number}. Broker {step.broker}{role}", "", f"Why: {step.reason}", ""]
         lines += ["Actions: " + " → ".join(f"`{a}`" for a in step.actions), ""]
@@ -93,6 +126,8 @@ def plan_markdown(
             "- no partition loses an in-sync replica"
         ]
         lines.append("")
+    if plan.notes:
+        lines += ["## Notes", ""] + [f"- {note}" for note in plan.notes] + [""]
     if plan.skipped:
         lines += ["## Brokers left out", ""]
         lines += [f"- Broker {broker}: {reason}" for broker, reason in plan.skipped] + [""]

@@ -15,12 +15,13 @@ from rich.console import Console
 
 from remediate.collect.run import collect
 from remediate.config import load_cluster_config
-from remediate.plan import Plan, PlanOptions, make_plan
+from remediate.plan import MISMATCH_KINDS, Plan, PlanOptions, make_plan
 from remediate.playbook import load_playbook
 from remediate.render import plan_markdown, plan_table
 from remediate.scan.runner import run_scan
 
 EXIT_REFUSED = 4
+RESTORE_PLAYBOOK = "restore-zk-topic-id"
 out = Console(soft_wrap=True, width=shutil.get_terminal_size((160, 24)).columns)
 err = Console(stderr=True)
 
@@ -36,6 +37,9 @@ def build_plan(
 ) -> Plan:
     config = load_cluster_config(config_path)
     playbook = load_playbook(playbook_name)
+    # The repair plans a restore, with no restart, wherever the replicas allow one.
+    repairs = bool(MISMATCH_KINDS & set(playbook.applies_to))
+    restore = load_playbook(RESTORE_PLAYBOOK) if repairs else None
     with tempfile.TemporaryDirectory(prefix="remediate-plan-") as tmp:
         snapshot = Path(tmp) / "snapshot"
         if quiet:
@@ -46,7 +50,10 @@ def build_plan(
                     config, snapshot, progress=lambda m: status.update(f"collecting: {m}")
                 )
         report, _ = run_scan(
-            [snapshot], master=spark_master or config.spark.master, conf=config.spark.conf
+            [snapshot],
+            master=spark_master or config.spark.master,
+            conf=config.spark.conf,
+            include_ok=True,
         )
     return make_plan(
         cluster=config.cluster,
@@ -60,6 +67,7 @@ def build_plan(
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         ),
         known_brokers=config.broker_ids,
+        restore=restore,
     )
 
 

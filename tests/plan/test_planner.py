@@ -179,7 +179,7 @@ def test_corrupt_files_are_repaired_too() -> None:
     plan = plan_for(state, findings_for(state, {(3, "t", 0): "METADATA_CORRUPT"}))
     assert [s.broker for s in plan.steps] == [3]
     assert "1 partition.metadata file(s) Kafka cannot read (t-0)" in plan.steps[0].reason
-    assert plan.fingerprint["files"] == {"/data/3/kafka/t-0/partition.metadata": None}
+    assert plan.fingerprint["files"] == {"3:/data/3/kafka/t-0/partition.metadata": None}
 
 
 def test_scope_all_deletes_every_non_internal_partition_on_the_broker() -> None:

@@ -1,0 +1,99 @@
+"""Which topic id a topic's replicas agree on, from the scan's findings. Pure.
+
+A topic whose every assigned replica holds the same id in partition.metadata can be repaired
+without restarting anything: write that id into the topic znode (and, when ZooKeeper already
+holds another id the controller has loaded, have the controller re-elected so it sends the
+restored id). That is only safe when the agreement is complete: every replica inspected, every
+replica with a readable file, one id. Anything less is a reason, said in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from remediate.scan.report import Finding
+from remediate.state import ClusterState
+
+ID_KINDS = frozenset({"OK", "TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR"})
+_WHY = {
+    "METADATA_MISSING": "has no partition.metadata",
+    "METADATA_CORRUPT": "has a partition.metadata Kafka cannot read",
+    "REPLICA_DIR_MISSING": "has no directory for it",
+}
+
+
+@dataclass(frozen=True)
+class Agreement:
+    topic: str
+    agreed_id: str | None
+    reason: str | None
+    replicas: int
+
+    @property
+    def agreed(self) -> bool:
+        return self.agreed_id is not None
+
+
+def _show(replicas: Sequence[tuple[int, int]], topic: str) -> str:
+    shown = ", ".join(f"{topic}-{p} on broker {b}" for p, b in sorted(replicas)[:4])
+    return shown + (f" and {len(replicas) - 4} more" if len(replicas) > 4 else "")
+
+
+def topic_agreement(
+    topic: str, state: ClusterState, findings: Iterable[Finding], *, unreachable: Iterable[int]
+) -> Agreement:
+    """The id every assigned replica of `topic` holds, or the reason there is none."""
+    if topic not in state.topics:
+        return Agreement(topic, None, f"topic {topic} is not in ZooKeeper", 0)
+    assigned = {
+        (p, b) for p, brokers in state.topics[topic].assignment.partitions.items() for b in brokers
+    }
+    down = sorted({b for _, b in assigned} & set(unreachable))
+    if down:
+        return Agreement(
+            topic,
+            None,
+            f"broker(s) {down} hosting {topic} could not be inspected; every replica must be",
+            len(assigned),
+        )
+    ids: dict[tuple[int, int], set[str]] = {}
+    problems: dict[str, list[tuple[int, int]]] = {}
+    for f in findings:
+        if f.topic != topic or f.partition is None or f.broker is None:
+            continue
+        key = (f.partition, f.broker)
+        if key not in assigned:
+            continue
+        if f.kind in ID_KINDS and f.file_topic_id:
+            ids.setdefault(key, set()).add(f.file_topic_id)
+        elif f.kind in _WHY:
+            problems.setdefault(f.kind, []).append(key)
+    for kind, replicas in sorted(problems.items()):
+        return Agreement(topic, None, f"{_show(replicas, topic)} {_WHY[kind]}", len(assigned))
+    unseen = sorted(assigned - set(ids))
+    if unseen:
+        return Agreement(
+            topic, None, f"{_show(unseen, topic)}: no finding for the replica", len(assigned)
+        )
+    holders: dict[str, list[tuple[int, int]]] = {}
+    for key, found in ids.items():
+        for topic_id in found:
+            holders.setdefault(topic_id, []).append(key)
+    if len(holders) > 1:
+        parts = [
+            f"{topic_id} on {len(keys)} replica(s) ({_show(keys, topic)})"
+            for topic_id, keys in sorted(holders.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        ]
+        return Agreement(topic, None, "replicas disagree: " + "; ".join(parts), len(assigned))
+    ((agreed, _),) = holders.items()
+    return Agreement(topic, agreed, None, len(assigned))
+
+
+def agreements(
+    topics: Iterable[str], state: ClusterState, findings: Sequence[Finding]
+) -> Mapping[str, Agreement]:
+    unreachable = {
+        f.broker for f in findings if f.kind == "BROKER_UNREACHABLE" and f.broker is not None
+    }
+    return {t: topic_agreement(t, state, findings, unreachable=unreachable) for t in sorted(topics)}

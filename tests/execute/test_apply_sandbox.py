@@ -1,0 +1,358 @@
+"""apply, fix, status and rollback against the sandbox, with the real ZooKeeper.
+
+Two repairs: after the incident (every replica holds the old id: restored in ZooKeeper with
+no restart), and a planted mismatch on one broker (backed up, deleted, restarted). Through
+both, an acks=all producer and a consumer run and ZooKeeper is sampled every 100 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from remediate.execute.lock import RunLock
+from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
+from remediate.formats.topic_id import TopicId
+from remediate.sandbox import admin, client, cluster
+from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids, wait_for
+from tests.execute.sandbox_tools import (
+    BackgroundConsumer,
+    HealthSampler,
+    archive_members,
+    run_cli,
+)
+from tests.plan.test_plan_sandbox import disk, zookeeper_tree
+from tests.sandbox.helpers import BackgroundProducer, lost_records
+
+pytestmark = pytest.mark.slow
+
+ORDERS = "orders"
+PAYMENTS = "payments"
+
+
+def zk_ids(incident_zk: object, topic: str) -> str:
+    assignment, _ = admin.read_topic(incident_zk, topic)  # type: ignore[arg-type]
+    return str(assignment.topic_id)
+
+
+def assert_healed(state: cluster.SandboxState, zk: object, topic: str, partitions: int) -> None:
+    zk_id = zk_ids(zk, topic)
+    ids = replica_file_ids(state, topic)
+    assert len(ids) == 3 * partitions
+    assert set(ids.values()) == {zk_id}, ids
+    for number, s in partition_states(zk, topic, list(range(partitions))).items():  # type: ignore[arg-type]
+        assert sorted(s.isr) == [1, 2, 3], (number, s)
+        assert s.leader >= 0
+
+
+@pytest.mark.parametrize("ssh", [False, True], ids=["local", "ssh"])
+def test_fix_yes_heals_the_incident_without_a_restart(tmp_path: Path, ssh: bool) -> None:
+    directory = tmp_path / "sandbox"
+    cluster.up(directory, kafka_version="3.4", ssh=ssh)
+    try:
+        incident = Incident(directory, topic=ORDERS)
+        result = incident.run()
+        config = directory / "cluster.yaml"
+        assert run_cli("check", "-c", str(config)).returncode == 2
+        pids = {
+            b.broker_id: cluster.broker_pid(directory, b.broker_id) for b in incident.state.brokers
+        }
+        with (
+            HealthSampler(incident.state) as sampler,
+            BackgroundProducer(incident.state, ORDERS, 6, prefix="fix") as producer,
+            BackgroundConsumer(incident.state, ORDERS) as consumer,
+        ):
+            fixed = run_cli("fix", "-c", str(config), "--yes", "--json")
+        assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-1000:]
+        document = json.loads(fixed.stdout)
+        assert document["applied"] is True
+        assert document["check"]["status"] == "OK"
+        assert [s["kind"] for s in document["plan"]["steps"]] == ["restore"]
+        assert document["run"]["deleted"] == [] and document["run"]["backups"] == []
+        # No broker restarted: the very same processes run.
+        assert {
+            b.broker_id: cluster.broker_pid(directory, b.broker_id) for b in incident.state.brokers
+        } == pids
+        assert zk_ids(incident.zk, ORDERS) == result.old_id
+        assert_healed(incident.state, incident.zk, ORDERS, 6)
+        assert sampler.samples > 10
+        assert sampler.offline == set()
+        # Before the fix, the restarted broker had left the old partitions' ISRs (down to min
+        # ISR 2); the repair never took any partition below that.
+        assert sampler.below_min_isr == set()
+        assert producer.acked and consumer.reads > 0
+        assert lost_records(incident.zk, ORDERS, incident.acked + producer.acked) == []
+        assert run_cli("check", "-c", str(config)).returncode == 0
+        status = run_cli("status", "-c", str(config), "--json")
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["status"] == "completed"
+        incident.close()
+    finally:
+        cluster.down(directory)
+
+
+def plant_mismatch(directory: Path, state: cluster.SandboxState, zk: object, broker: int) -> str:
+    """Broker `broker`'s replicas of PAYMENTS get a foreign id while it is down (a log dir
+    restored from elsewhere); once started it refuses them and leaves their ISRs."""
+    admin.create_topic(
+        zk,
+        PAYMENTS,
+        3,
+        3,
+        config={"min.insync.replicas": "2"},  # type: ignore[arg-type]
+    )
+    expected = {(b, p) for b in (1, 2, 3) for p in range(3)}
+    wait_for(
+        lambda: expected <= {k for k, v in replica_file_ids(state, PAYMENTS).items() if v},
+        "every replica to write partition.metadata",
+    )
+    report = client.produce(zk, PAYMENTS, count=90, key_prefix="before")  # type: ignore[arg-type]
+    assert len(report.acked) == 90
+    cluster.stop_broker(directory, broker)
+    foreign = TopicId.random()
+    for log_dir in state.broker(broker).log_dirs:
+        for path in Path(log_dir).glob(f"{PAYMENTS}-*/{PARTITION_METADATA}"):
+            path.write_bytes(encode_partition_metadata(foreign))
+    cluster.start_broker(directory, broker, wait=True)
+    wait_for(
+        lambda: all(
+            broker not in s.isr
+            for s in partition_states(zk, PAYMENTS, [0, 1, 2]).values()  # type: ignore[arg-type]
+        ),
+        f"broker {broker} to leave every ISR of {PAYMENTS}",
+        timeout=90,
+    )
+    return str(foreign)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Incident]]:
+    directory = tmp_path_factory.mktemp("apply") / "sandbox"
+    cluster.up(directory, kafka_version="3.4")
+    incident = Incident(directory, topic=PAYMENTS)
+    yield directory, incident
+    incident.close()
+    cluster.down(directory)
+
+
+def test_plan_then_apply_repairs_a_planted_mismatch_by_restart(
+    planted: tuple[Path, Incident], tmp_path: Path
+) -> None:
+    directory, incident = planted
+    state, zk = incident.state, incident.zk
+    config = directory / "cluster.yaml"
+    foreign = plant_mismatch(directory, state, zk, 3)
+    plan_path = tmp_path / "plan.json"
+    planned = run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    plan = json.loads(plan_path.read_text())
+    assert [(s["kind"], s["broker"]) for s in plan["steps"]] == [("restart", 3)]
+    assert set(plan["fingerprint"]["files"].values()) == {foreign}
+
+    # Refusals change nothing: no approval, a wrong digest, an edited plan.
+    zk_before, disk_before = zookeeper_tree(zk), disk(state)
+    for args in (
+        [],
+        ["--approve", "0" * 64],
+    ):
+        refused = run_cli("apply", "-c", str(config), "--plan", str(plan_path), *args)
+        assert refused.returncode == 4, refused.stderr
+        assert "nothing was changed" in refused.stderr
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps({**plan, "estimate_s": 1.0}))
+    refused = run_cli(
+        "apply", "-c", str(config), "--plan", str(edited), "--approve", plan["digest"]
+    )
+    assert refused.returncode == 4 and "edited" in refused.stderr
+    assert zookeeper_tree(zk) == zk_before and disk(state) == disk_before
+    journal_dir = Path(yaml.safe_load(config.read_text())["journal_dir"])
+    assert not journal_dir.exists() or list(journal_dir.iterdir()) == []
+
+    with (
+        HealthSampler(state) as sampler,
+        BackgroundProducer(state, PAYMENTS, 3, prefix="apply") as producer,
+        BackgroundConsumer(state, PAYMENTS) as consumer,
+    ):
+        applied = run_cli(
+            "apply",
+            "-c",
+            str(config),
+            "--plan",
+            str(plan_path),
+            "--approve",
+            plan["digest"],
+            "--json",
+        )
+    assert applied.returncode == 0, applied.stderr[-3000:]
+    outcome = json.loads(applied.stdout)
+    assert outcome["status"] == "completed"
+    expected_deleted = sorted(plan["steps"][0]["files"])
+    assert sorted(outcome["deleted"]) == expected_deleted
+    (backup,) = outcome["backups"]
+    archive = Path(backup["archive"])
+    assert oct(archive.stat().st_mode & 0o777) == "0o600"
+    assert sorted("/" + name for name in archive_members(archive)) == expected_deleted
+    assert_healed(state, zk, PAYMENTS, 3)
+    assert sampler.offline == set() and sampler.below_min_isr == set()
+    assert producer.acked and consumer.reads > 0
+    assert lost_records(zk, PAYMENTS, producer.acked) == []
+    assert run_cli("check", "-c", str(config)).returncode == 0
+
+    # The journal has a record before and after every action, and the run is complete.
+    run_id = outcome["run_id"]
+    records = [
+        json.loads(line)
+        for line in (journal_dir / run_id / "journal.jsonl").read_text().splitlines()
+    ]
+    started = [r["step"] for r in records if r["event"] == "step-started"]
+    finished = [r["step"] for r in records if r["event"] == "step-finished"]
+    assert started == finished
+    assert [s.split(":", 2)[2] for s in started] == [
+        "gate restart-safety",
+        "stop",
+        "backup",
+        "delete",
+        "start",
+        "wait registered",
+        "wait in-sync",
+        "verify topic-ids",
+    ]
+    assert any(r["event"] == "sample" for r in records)
+    log_lines = (journal_dir / run_id / "log.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["run_id"] == run_id for line in log_lines)
+
+    # Rollback puts the backed-up files back (and the broker leaves the ISR again).
+    rolled = run_cli("rollback", "-c", str(config), "--run", run_id, "--broker", "3", "--json")
+    assert rolled.returncode == 0, rolled.stderr[-3000:]
+    assert sorted(json.loads(rolled.stdout)["restored"]["3"]) == expected_deleted
+    ids = replica_file_ids(state, PAYMENTS)
+    assert {ids[(3, p)] for p in range(3)} == {foreign}
+
+
+def test_apply_refuses_after_drift_and_changes_nothing(
+    planted: tuple[Path, Incident], tmp_path: Path
+) -> None:
+    directory, incident = planted
+    state, zk = incident.state, incident.zk
+    config = directory / "cluster.yaml"
+    plan_path = tmp_path / "plan.json"
+    planned = run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
+    plan = json.loads(plan_path.read_text())
+    assert planned.returncode == 0 and plan["steps"], planned.stderr[-2000:]
+    admin.failover_controller(zk)  # type: ignore[arg-type]
+    zk_before, disk_before = zookeeper_tree(zk), disk(state)
+    refused = run_cli(
+        "apply", "-c", str(config), "--plan", str(plan_path), "--approve", plan["digest"]
+    )
+    assert refused.returncode == 4, refused.stderr[-2000:]
+    assert "changed since the plan was made" in refused.stderr
+    assert "controller epoch" in refused.stderr
+    assert disk(state) == disk_before
+    after = zookeeper_tree(zk)
+    assert {k: v for k, v in after.items() if not k.startswith("/remediate")} == {
+        k: v for k, v in zk_before.items() if not k.startswith("/remediate")
+    }
+
+
+def _journal_records(journal_dir: Path) -> tuple[str, list[dict[str, object]]]:
+    runs = sorted(p for p in journal_dir.iterdir() if (p / "journal.jsonl").exists())
+    run = runs[-1]
+    lines = (run / "journal.jsonl").read_text().splitlines()
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return run.name, records
+
+
+def test_a_run_killed_after_its_stop_is_finished_by_resume(
+    planted: tuple[Path, Incident], tmp_path: Path
+) -> None:
+    """SIGKILL the operator once the broker is down; `resume` completes without repeating."""
+    directory, incident = planted
+    state, zk = incident.state, incident.zk
+    config = directory / "cluster.yaml"
+    journal_dir = Path(yaml.safe_load(config.read_text())["journal_dir"])
+    plan_path = tmp_path / "plan.json"
+    planned = run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
+    plan = json.loads(plan_path.read_text())
+    assert planned.returncode == 0 and plan["steps"], planned.stderr[-2000:]
+    before = set(journal_dir.iterdir()) if journal_dir.exists() else set()
+    script = Path(sys.executable).parent / "remediate"
+    process = subprocess.Popen(
+        [
+            str(script),
+            "apply",
+            "-c",
+            str(config),
+            "--plan",
+            str(plan_path),
+            "--approve",
+            plan["digest"],
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def stopped() -> bool:
+            runs = set(journal_dir.iterdir()) - before if journal_dir.exists() else set()
+            return any(
+                '"event": "step-finished"' in line and ':stop"' in line
+                for run in runs
+                if (run / "journal.jsonl").exists()
+                for line in (run / "journal.jsonl").read_text().splitlines()
+            )
+
+        wait_for(stopped, "the run to stop its broker", timeout=120)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    run_id, records = _journal_records(journal_dir)
+    assert not any(r["event"] in ("run-completed", "run-halted") for r in records)
+    status = json.loads(run_cli("status", "-c", str(config), "--json").stdout)
+    assert status["status"] == "running"
+
+    resumed = run_cli("resume", "-c", str(config), "--json")
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert json.loads(resumed.stdout)["status"] == "completed"
+    run_id_after, records = _journal_records(journal_dir)
+    assert run_id_after == run_id
+    finished = [str(r["step"]) for r in records if r["event"] == "step-finished"]
+    assert len(finished) == len(set(finished)), "an action was completed twice"
+    assert any(r["event"] == "run-resumed" for r in records)
+    assert_healed(state, zk, PAYMENTS, 3)
+
+
+def test_a_second_run_is_refused_while_the_lock_is_held(
+    planted: tuple[Path, Incident], tmp_path: Path
+) -> None:
+    directory, incident = planted
+    config = directory / "cluster.yaml"
+    name = yaml.safe_load(config.read_text())["cluster"]
+    zk = cluster.zk_client(incident.state)
+    holder = RunLock(zk, name, run_id="other-operator-run")
+    holder.acquire()
+    try:
+        plan_path = tmp_path / "plan.json"
+        # A plan with nothing to do still takes the lock before it checks anything.
+        run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
+        plan = json.loads(plan_path.read_text())
+        refused = run_cli(
+            "apply", "-c", str(config), "--plan", str(plan_path), "--approve", plan["digest"]
+        )
+        assert refused.returncode == 4, refused.stderr[-2000:]
+        assert "other-operator-run" in refused.stderr
+    finally:
+        holder.release()
+        zk.stop()
+        zk.close()

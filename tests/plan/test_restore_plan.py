@@ -1,0 +1,195 @@
+"""Restore steps in the plan: the repair without restarts, where every replica agrees."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from remediate.plan import Plan, PlanOptions, PlanStep, RestoreStep, make_plan, plan_from_json
+from remediate.playbook import load_playbook
+from remediate.render import plan_markdown
+from remediate.scan.report import Finding
+from remediate.state import ClusterState
+from tests.plan.model import NEW, OLD, cluster, findings_for
+
+REPAIR = load_playbook("topicid-mismatch")
+RESTORE = load_playbook("restore-zk-topic-id")
+ORDERS = {"orders": {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}}
+
+
+def plan_for(state: ClusterState, findings: list[Finding], **options: Any) -> Plan:
+    return make_plan(
+        cluster="c",
+        state=state,
+        findings=findings,
+        playbook=REPAIR,
+        options=PlanOptions(**options),
+        known_brokers=sorted(state.brokers),
+        restore=RESTORE,
+    )
+
+
+def all_old(state: ClusterState, topic: str = "orders") -> dict[tuple[int, str, int], str]:
+    return {
+        (b, t, p): "TOPIC_ID_MISMATCH"
+        for (t, p) in state.partitions
+        if t == topic
+        for b in state.replicas(t, p)
+    }
+
+
+def without_zk_id(state: ClusterState, topic: str) -> ClusterState:
+    topics = dict(state.topics)
+    old = topics[topic]
+    topics[topic] = replace(
+        old, assignment=replace(old.assignment, topic_id=None, version=1), znode_version=7
+    )
+    return replace(state, topics=topics)
+
+
+def missing_findings(state: ClusterState, topic: str) -> list[Finding]:
+    """After the legacy write: the replicas all hold OLD, ZooKeeper holds nothing."""
+    result = []
+    for f in findings_for(state):
+        if f.topic == topic:
+            f = replace(f, kind="OK", file_topic_id=OLD, zk_topic_id=None)
+        result.append(f)
+    return [*result, Finding(kind="ZK_TOPIC_ID_MISSING", cluster="c", topic=topic)]
+
+
+def test_every_replica_holding_the_old_id_is_one_restore_and_no_restart() -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2)
+    plan = plan_for(state, findings_for(state, all_old(state)))
+    assert [type(s) for s in plan.steps] == [RestoreStep]
+    (step,) = plan.restores
+    assert (step.topic, step.topic_id, step.zk_topic_id, step.reelect) == (
+        "orders",
+        OLD,
+        NEW,
+        True,
+    )
+    assert step.znode_version == 4
+    assert "zk-write controller-election" in step.actions
+    assert not plan.refused, plan.refusals
+    assert len(plan.fingerprint["files"]) == 9
+    assert set(plan.fingerprint["files"].values()) == {OLD}
+
+
+def test_a_topic_whose_replicas_disagree_gets_restarts_and_a_note_saying_why() -> None:
+    topics = {"orders": {0: [1, 2, 3], 1: [2, 3, 1]}}
+    state = cluster(brokers=[1, 2, 3], topics=topics, controller=2)
+    kinds = {(b, "orders", 0): "TOPIC_ID_MISMATCH" for b in (1, 2, 3)}
+    plan = plan_for(state, findings_for(state, kinds))
+    assert plan.restores == ()
+    assert [s.broker for s in plan.restarts] == [1, 3, 2]
+    (note,) = plan.notes
+    assert note.startswith("orders: no repair without restarts, because replicas disagree:")
+    assert OLD in note and NEW in note
+
+
+def test_a_lost_id_is_restored_without_election_before_anything_else() -> None:
+    base = cluster(brokers=[1, 2, 3], topics={**ORDERS, "t": {0: [1, 2, 3]}}, controller=1)
+    state = without_zk_id(base, "orders")
+    findings = missing_findings(state, "orders")
+    findings = [
+        replace(f, kind="TOPIC_ID_MISMATCH") if f.topic == "t" and f.broker == 3 else f
+        for f in findings
+    ]
+    plan = plan_for(state, findings)
+    assert isinstance(plan.steps[0], RestoreStep)
+    assert (plan.steps[0].topic, plan.steps[0].reelect, plan.steps[0].zk_topic_id) == (
+        "orders",
+        False,
+        None,
+    )
+    assert "zk-write controller-election" not in plan.steps[0].actions
+    assert plan.steps[0].znode_version == 7
+    assert [s.broker for s in plan.restarts] == [3]
+    assert not plan.refused, plan.refusals
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (
+            lambda f: replace(f, file_topic_id=NEW) if f.broker == 2 and f.partition == 1 else f,
+            "replicas disagree",
+        ),
+        (
+            lambda f: (
+                replace(f, kind="METADATA_MISSING", file_topic_id=None)
+                if f.broker == 3 and f.partition == 0
+                else f
+            ),
+            "orders-0 on broker 3 has no partition.metadata",
+        ),
+        (
+            lambda f: (
+                replace(f, kind="METADATA_CORRUPT", file_topic_id=None)
+                if f.broker == 1 and f.partition == 2
+                else f
+            ),
+            "orders-2 on broker 1 has a partition.metadata Kafka cannot read",
+        ),
+    ],
+)
+def test_a_lost_id_without_agreement_is_refused_with_the_reason(change: Any, reason: str) -> None:
+    state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1), "orders")
+    findings = [change(f) if f.topic == "orders" else f for f in missing_findings(state, "orders")]
+    plan = plan_for(state, findings)
+    assert plan.refused
+    assert plan.restores == ()
+    assert any(
+        r.startswith("orders: ZooKeeper lost its topic id and it cannot be restored")
+        and reason in r
+        for r in plan.refusals
+    ), plan.refusals
+
+
+def test_an_unreachable_broker_blocks_the_restore() -> None:
+    state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1), "orders")
+    findings = [f for f in missing_findings(state, "orders") if f.broker != 3]
+    findings.append(Finding(kind="BROKER_UNREACHABLE", cluster="c", broker=3, detail="ssh: no"))
+    plan = plan_for(state, findings)
+    assert plan.refused
+    assert any("broker(s) [3] hosting orders could not be inspected" in r for r in plan.refusals)
+
+
+def test_an_election_is_refused_while_another_topic_has_no_id() -> None:
+    base = cluster(brokers=[1, 2, 3], topics={**ORDERS, "lost": {0: [1, 2, 3]}}, controller=2)
+    state = without_zk_id(base, "lost")
+    findings = [f for f in findings_for(base, all_old(base)) if f.topic == "orders"]
+    # "lost" has replicas without any file: nothing to restore, and an election would mint an id.
+    findings += [
+        replace(f, kind="METADATA_MISSING", file_topic_id=None, zk_topic_id=None)
+        for f in findings_for(base)
+        if f.topic == "lost"
+    ]
+    findings.append(Finding(kind="ZK_TOPIC_ID_MISSING", cluster="c", topic="lost"))
+    plan = plan_for(state, findings)
+    assert plan.refused
+    assert any("mints a new id for lost" in r for r in plan.refusals), plan.refusals
+
+
+def test_a_plan_with_a_restore_survives_its_json_and_renders() -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2)
+    plan = plan_for(state, findings_for(state, all_old(state)))
+    document = json.loads(json.dumps(plan.to_json()))
+    assert document["steps"][0]["kind"] == "restore"
+    assert document["steps"][0]["broker"] is None
+    again = plan_from_json(document)
+    assert again.digest == plan.digest
+    assert again.restores == plan.restores
+    text = plan_markdown(plan)
+    assert "Restore the topic id of `orders` (no restart)" in text
+    assert f"Write `{OLD}` into `/brokers/topics/orders`" in text
+
+
+def test_restart_steps_keep_their_kind_in_json() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=2)
+    plan = plan_for(state, findings_for(state, {(3, "t", 0): "TOPIC_ID_MISMATCH"}))
+    assert all(isinstance(s, PlanStep) for s in plan.steps)
+    assert plan.to_json()["steps"][0]["kind"] == "restart"
