@@ -1,6 +1,7 @@
 """Which topic id a topic's replicas agree on, from the scan's findings. Pure.
 
-A topic whose every assigned replica holds the same id in partition.metadata can be repaired
+A topic whose every assigned replica holds the same id in partition.metadata (or no file yet,
+which Kafka fills with ZooKeeper's id at the replica's next LeaderAndIsr) can be repaired
 without restarting anything: write that id into the topic znode (and, when ZooKeeper already
 holds another id the controller has loaded, have the controller re-elected so it sends the
 restored id). That is only safe when the agreement is complete: every replica inspected, every
@@ -17,7 +18,6 @@ from remediate.state import ClusterState
 
 ID_KINDS = frozenset({"OK", "TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR"})
 _WHY = {
-    "METADATA_MISSING": "has no partition.metadata",
     "METADATA_CORRUPT": "has a partition.metadata Kafka cannot read",
     "REPLICA_DIR_MISSING": "has no directory for it",
 }
@@ -29,6 +29,8 @@ class Agreement:
     agreed_id: str | None
     reason: str | None
     replicas: int
+    # No replica has a file: whatever id a controller assigns, every replica takes it.
+    unclaimed: bool = False
 
     @property
     def agreed(self) -> bool:
@@ -38,6 +40,34 @@ class Agreement:
 def _show(replicas: Sequence[tuple[int, int]], topic: str) -> str:
     shown = ", ".join(f"{topic}-{p} on broker {b}" for p, b in sorted(replicas)[:4])
     return shown + (f" and {len(replicas) - 4} more" if len(replicas) > 4 else "")
+
+
+Replica = tuple[int, int]
+
+
+def _replica_ids(
+    topic: str, assigned: set[Replica], findings: Iterable[Finding]
+) -> tuple[dict[Replica, set[str]], set[Replica], dict[str, list[Replica]]]:
+    """(ids per replica, replicas without a file, replicas per problem kind)."""
+    ids: dict[Replica, set[str]] = {}
+    no_file: set[Replica] = set()
+    problems: dict[str, list[Replica]] = {}
+    for f in findings:
+        if f.topic != topic or f.partition is None or f.broker is None:
+            continue
+        key = (f.partition, f.broker)
+        if key not in assigned:
+            continue
+        if f.kind in ID_KINDS and f.file_topic_id:
+            ids.setdefault(key, set()).add(f.file_topic_id)
+        elif f.kind == "METADATA_MISSING":
+            # Kafka writes ZooKeeper's id into a replica without the file at its next
+            # LeaderAndIsr (2.8 has none yet for partitions added since its last one): such a
+            # replica takes whatever id is restored, so it does not stand in the way.
+            no_file.add(key)
+        elif f.kind in _WHY:
+            problems.setdefault(f.kind, []).append(key)
+    return ids, no_file, problems
 
 
 def topic_agreement(
@@ -57,24 +87,22 @@ def topic_agreement(
             f"broker(s) {down} hosting {topic} could not be inspected; every replica must be",
             len(assigned),
         )
-    ids: dict[tuple[int, int], set[str]] = {}
-    problems: dict[str, list[tuple[int, int]]] = {}
-    for f in findings:
-        if f.topic != topic or f.partition is None or f.broker is None:
-            continue
-        key = (f.partition, f.broker)
-        if key not in assigned:
-            continue
-        if f.kind in ID_KINDS and f.file_topic_id:
-            ids.setdefault(key, set()).add(f.file_topic_id)
-        elif f.kind in _WHY:
-            problems.setdefault(f.kind, []).append(key)
+    ids, no_file, problems = _replica_ids(topic, assigned, findings)
     for kind, replicas in sorted(problems.items()):
         return Agreement(topic, None, f"{_show(replicas, topic)} {_WHY[kind]}", len(assigned))
-    unseen = sorted(assigned - set(ids))
+    unseen = sorted(assigned - set(ids) - no_file)
     if unseen:
         return Agreement(
             topic, None, f"{_show(unseen, topic)}: no finding for the replica", len(assigned)
+        )
+    if not ids:
+        return Agreement(
+            topic,
+            None,
+            "no replica has a partition.metadata: there is no id to restore, and every"
+            " replica takes the id the next controller assigns",
+            len(assigned),
+            unclaimed=True,
         )
     holders: dict[str, list[tuple[int, int]]] = {}
     for key, found in ids.items():

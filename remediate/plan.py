@@ -384,6 +384,8 @@ def _restores(
         if topic in restore.exclude_topics and topic not in options.include_topics:
             why_not[topic] = "internal topic; name it with --include-topic to act on it"
             continue
+        if agreement.unclaimed:
+            continue
         if agreement.agreed_id is None:
             why_not[topic] = agreement.reason or "no agreement"
             continue
@@ -465,6 +467,8 @@ def make_plan(
     if restore is not None:
         restores, why_not = _restores(state, findings, missing | mismatched, restore, options)
     restored = {s.topic for s in restores}
+    # A lost id no replica claims is harmless: whatever a new controller mints, all take it.
+    unclaimed = {t for t, a in agreements(missing, state, findings).items() if a.unclaimed}
     eligible = [f for f in findings if _eligible(f, playbook, options)]
     affected = [f for f in eligible if f.kind in restart_kinds and f.topic not in restored]
     by_broker: dict[int, list[Finding]] = {}
@@ -505,7 +509,7 @@ def make_plan(
         playbook.gates.expected_restart_s + playbook.gates.stability_window_s
     ) + len(restores) * (restore.gates.stability_window_s + 5 if restore else 0)
     refusals = _refusals(state, findings, restarts, options)
-    refusals += _restore_refusals(state, restores, restarts, missing, why_not)
+    refusals += _restore_refusals(state, restores, restarts, missing - unclaimed, why_not)
     return with_digest(
         Plan(
             cluster=cluster,

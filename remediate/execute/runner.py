@@ -71,6 +71,7 @@ from remediate.ports import Clock, Transport
 from remediate.state import ClusterState, TopicPartition
 
 POLL_S = 0.25
+NO_FILE = "no partition.metadata yet"
 SAMPLE_EVERY_S = 1.0
 ELECTION_TIMEOUT_S = 60.0
 SERVICE_TIMEOUT_S = 300.0
@@ -499,15 +500,19 @@ class Executor:
                 return f"broker {broker} could not be inspected ({report.error})"
             for row in report.replicas:
                 if row["topic"] == step.topic and row["dir_kind"] == "live":
-                    found[(broker, row["partition"])] = row["file_topic_id"]
+                    no_file = row["metadata_state"] == "missing"
+                    found[(broker, row["partition"])] = NO_FILE if no_file else row["file_topic_id"]
+        # A replica without the file takes ZooKeeper's id at its next LeaderAndIsr.
         bad = [
-            f"{step.topic}-{p} on broker {b}: {found.get((b, p)) or 'no readable file'}"
+            f"{step.topic}-{p} on broker {b}: {found.get((b, p)) or 'no directory or unreadable'}"
             for p, replicas in sorted(assignment.items())
             for b in replicas
-            if found.get((b, p)) != expected
+            if found.get((b, p)) not in (expected, NO_FILE)
         ]
         if bad:
             return f"replicas do not all hold {expected}: " + ", ".join(bad[:6])
+        if expected not in found.values():
+            return f"no replica holds {expected}"
         return None
 
     def _write_topic_id(self, step: RestoreStep) -> dict[str, Any]:

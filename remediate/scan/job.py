@@ -171,14 +171,58 @@ orphans AS (
        AND a.partition = r.partition AND r.dir_kind = 'live' AND r.name_problem IS NULL
     WHERE r.dir_kind IN ('live', 'stray', 'other')
 ),
+agreement AS (
+    -- For a topic that lost its id: the id its replicas agree on, if they all do. A replica
+    -- without partition.metadata takes ZooKeeper's id at its next LeaderAndIsr, so it does
+    -- not stand in the way; an unreadable file, a missing directory or a broker that could
+    -- not be inspected does.
+    SELECT a.cluster, a.topic, count(*) AS replicas,
+           sum(CASE WHEN coalesce(b.reachable, false) THEN 0 ELSE 1 END) AS uninspected,
+           sum(CASE WHEN f.kind = 'METADATA_MISSING' THEN 1 ELSE 0 END) AS no_file,
+           sum(CASE WHEN coalesce(b.reachable, false)
+                         AND (f.kind IS NULL OR f.kind NOT IN ('OK', 'METADATA_MISSING'))
+                    THEN 1 ELSE 0 END) AS unusable,
+           count(DISTINCT f.file_topic_id) AS ids,
+           min(f.file_topic_id) AS agreed
+    FROM assignments a
+    JOIN topics t ON t.cluster = a.cluster AND t.topic = a.topic AND t.zk_topic_id IS NULL
+    LEFT JOIN brokers b ON b.cluster = a.cluster AND b.broker = a.broker
+    LEFT JOIN replica_findings f
+        ON f.cluster = a.cluster AND f.topic = a.topic AND f.partition = a.partition
+       AND f.broker = a.broker
+    GROUP BY a.cluster, a.topic
+),
 topic_findings AS (
-    SELECT cluster, 'ZK_TOPIC_ID_MISSING' AS kind, CAST(NULL AS INT) AS broker, topic,
-           CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS file_topic_id,
+    SELECT t.cluster, 'ZK_TOPIC_ID_MISSING' AS kind, CAST(NULL AS INT) AS broker, t.topic,
+           CAST(NULL AS INT) AS partition,
+           CASE WHEN g.uninspected = 0 AND g.unusable = 0 AND g.ids = 1 THEN g.agreed END
+               AS file_topic_id,
            CAST(NULL AS STRING) AS zk_topic_id, CAST(NULL AS BOOLEAN) AS in_isr,
            CAST(NULL AS STRING) AS log_dir, CAST(NULL AS STRING) AS dir,
-           concat('topic znode version ', coalesce(CAST(data_version AS STRING), '?'),
-                  ' has no topic_id') AS detail
-    FROM topics WHERE zk_topic_id IS NULL
+           concat('topic znode version ', coalesce(CAST(t.data_version AS STRING), '?'),
+                  ' has no topic_id; ',
+                  CASE
+                      WHEN g.topic IS NULL THEN 'it has no replicas'
+                      WHEN g.uninspected > 0 THEN concat('no automatic restore: ',
+                          CAST(g.uninspected AS STRING),
+                          ' replica(s) are on brokers that could not be inspected')
+                      WHEN g.unusable > 0 THEN concat('no automatic restore: ',
+                          CAST(g.unusable AS STRING), ' of ', CAST(g.replicas AS STRING),
+                          ' replica(s) have an unreadable partition.metadata or no directory')
+                      WHEN g.ids > 1 THEN concat('no automatic restore: the replicas disagree (',
+                          CAST(g.ids AS STRING), ' different ids)')
+                      WHEN g.ids = 0 THEN concat('no replica has a partition.metadata: the',
+                          ' next controller assigns an id and every replica takes it')
+                      WHEN g.no_file > 0 THEN concat(
+                          CAST(g.replicas - g.no_file AS STRING), ' replica(s) agree on ',
+                          g.agreed, ' and ', CAST(g.no_file AS STRING),
+                          ' have no partition.metadata yet; it can be restored')
+                      ELSE concat('all ', CAST(g.replicas AS STRING),
+                          ' replicas agree on ', g.agreed, ', which can be restored')
+                  END) AS detail
+    FROM topics t
+    LEFT JOIN agreement g ON g.cluster = t.cluster AND g.topic = t.topic
+    WHERE t.zk_topic_id IS NULL
 ),
 offline AS (
     SELECT s.cluster, 'PARTITION_OFFLINE' AS kind, CAST(NULL AS INT) AS broker, s.topic,

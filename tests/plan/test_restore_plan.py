@@ -120,14 +120,6 @@ def test_a_lost_id_is_restored_without_election_before_anything_else() -> None:
         ),
         (
             lambda f: (
-                replace(f, kind="METADATA_MISSING", file_topic_id=None)
-                if f.broker == 3 and f.partition == 0
-                else f
-            ),
-            "orders-0 on broker 3 has no partition.metadata",
-        ),
-        (
-            lambda f: (
                 replace(f, kind="METADATA_CORRUPT", file_topic_id=None)
                 if f.broker == 1 and f.partition == 2
                 else f
@@ -162,9 +154,9 @@ def test_an_election_is_refused_while_another_topic_has_no_id() -> None:
     base = cluster(brokers=[1, 2, 3], topics={**ORDERS, "lost": {0: [1, 2, 3]}}, controller=2)
     state = without_zk_id(base, "lost")
     findings = [f for f in findings_for(base, all_old(base)) if f.topic == "orders"]
-    # "lost" has replicas without any file: nothing to restore, and an election would mint an id.
+    # "lost" has replicas that disagree: nothing to restore, and an election would mint an id.
     findings += [
-        replace(f, kind="METADATA_MISSING", file_topic_id=None, zk_topic_id=None)
+        replace(f, file_topic_id=NEW if f.broker == 2 else OLD, zk_topic_id=None)
         for f in findings_for(base)
         if f.topic == "lost"
     ]
@@ -193,3 +185,27 @@ def test_restart_steps_keep_their_kind_in_json() -> None:
     plan = plan_for(state, findings_for(state, {(3, "t", 0): "TOPIC_ID_MISMATCH"}))
     assert all(isinstance(s, PlanStep) for s in plan.steps)
     assert plan.to_json()["steps"][0]["kind"] == "restart"
+
+
+def test_replicas_without_a_file_take_the_restored_id_and_do_not_block() -> None:
+    state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1), "orders")
+    findings = [
+        replace(f, kind="METADATA_MISSING", file_topic_id=None)
+        if f.topic == "orders" and f.partition == 2
+        else f
+        for f in missing_findings(state, "orders")
+    ]
+    plan = plan_for(state, findings)
+    assert not plan.refused, plan.refusals
+    assert [(s.topic, s.topic_id) for s in plan.restores] == [("orders", OLD)]
+
+
+def test_no_file_anywhere_means_nothing_to_restore() -> None:
+    state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1), "orders")
+    findings = [
+        replace(f, kind="METADATA_MISSING", file_topic_id=None) if f.topic == "orders" else f
+        for f in missing_findings(state, "orders")
+    ]
+    plan = plan_for(state, findings)
+    assert plan.restores == ()
+    assert not plan.refused, plan.refusals

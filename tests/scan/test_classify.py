@@ -251,3 +251,58 @@ def test_ok_replicas_are_counted_but_not_listed_unless_asked(spark: Any, tmp_pat
     assert report.counts()["OK"] == 2
     assert {b.id: b.counts.get("OK", 0) for b in report.brokers} == {1: 0, 2: 2}
     assert report.summary_line().startswith("CRITICAL: 6 replicas checked")
+
+
+def _lost(*, second: dict[str, Any], reachable: bool = True) -> Callable[[], SnapshotBuilder]:
+    def build() -> SnapshotBuilder:
+        b = SnapshotBuilder()
+        b.broker(1).broker(2, reachable=reachable)
+        b.topic("legacy", None, {0: [1, 2], 1: [2, 1]})
+        b.replica(1, "legacy", 0, file_id=X).replica(1, "legacy", 1, file_id=X)
+        if reachable:
+            b.replica(2, "legacy", 0, file_id=X).replica(2, "legacy", 1, **second)
+        return b
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ("build", "agreed", "detail"),
+    [
+        (_lost(second={"file_id": X}), X, f"all 4 replicas agree on {X}, which can be restored"),
+        (
+            _lost(second={"file_id": Y}),
+            None,
+            "no automatic restore: the replicas disagree (2 different ids)",
+        ),
+        (
+            _lost(second={"state": "missing"}),
+            X,
+            f"3 replica(s) agree on {X} and 1 have no partition.metadata yet; it can be restored",
+        ),
+        (
+            _lost(second={"state": "corrupt"}),
+            None,
+            "no automatic restore: 1 of 4 replica(s) have an unreadable partition.metadata"
+            " or no directory",
+        ),
+        (
+            _lost(second={}, reachable=False),
+            None,
+            "no automatic restore: 2 replica(s) are on brokers that could not be inspected",
+        ),
+    ],
+    ids=["agree", "disagree", "no-file", "corrupt", "unreachable"],
+)
+def test_a_lost_id_reports_what_the_replicas_agree_on(
+    spark: Any,
+    tmp_path: Path,
+    build: Callable[[], SnapshotBuilder],
+    agreed: str | None,
+    detail: str,
+) -> None:
+    report, _ = classify_snapshots(spark, [build().write(tmp_path / "s")], include_ok=True)
+    (lost,) = [f for f in report.findings if f.kind == "ZK_TOPIC_ID_MISSING"]
+    assert lost.file_topic_id == agreed
+    assert lost.detail is not None and lost.detail.endswith(detail), lost.detail
+    assert lost.detail.startswith("topic znode version ")
