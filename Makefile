@@ -14,7 +14,7 @@ APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk
 
 help:
 	@echo "make setup   install system packages and .venv (idempotent)"
-	@echo "make demo    start the sandbox, reproduce the incident, scan it"
+	@echo "make demo    start the sandbox, reproduce the incident, scan, plan, fix, check"
 	@echo "make test    setup, ruff, mypy (strict) and the whole test suite"
 	@echo "make bench   run the benchmarks in bench/"
 
@@ -54,12 +54,21 @@ unit: venv
 test: setup lint typecheck
 	$(BIN)/pytest
 
+# The demo runs the 3.4 emulation: there every replica keeps the old id, so the repair needs
+# no restart. DEMO_KAFKA=2.8 shows the case the planner refuses (see README, Limits).
+DEMO_KAFKA ?= 3.4
 demo: setup
 	-@$(BIN)/remediate sandbox down --dir $(DEMO_DIR) >/dev/null 2>&1
 	rm -rf $(DEMO_DIR)
-	$(BIN)/remediate sandbox up --dir $(DEMO_DIR)
+	$(BIN)/remediate sandbox up --dir $(DEMO_DIR) --kafka-version $(DEMO_KAFKA)
 	$(BIN)/remediate sandbox reproduce --dir $(DEMO_DIR)
 	@$(BIN)/remediate scan -c $(DEMO_DIR)/cluster.yaml 2>/dev/null; echo "scan exit code: $$? (2 = CRITICAL)"
+	@$(BIN)/remediate plan -c $(DEMO_DIR)/cluster.yaml --format markdown -o $(DEMO_DIR)/plan.json 2>/dev/null; \
+	  echo "plan exit code: $$? (0 = ready, 4 = refused)"
+	@$(BIN)/remediate fix -c $(DEMO_DIR)/cluster.yaml --yes 2>&1 | grep -v -e WARNING -e 'log level' -e setLogLevel; \
+	  echo "fix exit code: $${PIPESTATUS[0]} (0 = healed)"
+	@$(BIN)/remediate check -c $(DEMO_DIR)/cluster.yaml 2>/dev/null; echo "check exit code: $$? (0 = OK)"
+	@$(BIN)/remediate status -c $(DEMO_DIR)/cluster.yaml
 	@if [ -z "$(KEEP)" ]; then $(BIN)/remediate sandbox down --dir $(DEMO_DIR); \
 	else echo "sandbox left running: $(BIN)/remediate sandbox down --dir $(DEMO_DIR)"; fi
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +135,8 @@ class Plan:
     estimate_s: float
     created_at: str | None = None
     notes: tuple[str, ...] = ()
+    # The gate parameters of every playbook the plan uses: approved with it, run with it.
+    gates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     digest: str = field(default="", compare=False)
 
     @property
@@ -166,6 +168,7 @@ class Plan:
             "allow_unsafe": self.allow_unsafe,
             "estimate_s": self.estimate_s,
             "notes": list(self.notes),
+            "gates": {name: dict(values) for name, values in sorted(self.gates.items())},
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -248,8 +251,21 @@ def _reason(broker_findings: Sequence[Finding], zk_ids: Mapping[str, str | None]
 
 
 def _skip_reason(
-    broker: int, findings: Sequence[Finding], playbook: Playbook, options: PlanOptions
+    broker: int,
+    findings: Sequence[Finding],
+    playbook: Playbook,
+    options: PlanOptions,
+    restored: Collection[str] = (),
 ) -> str:
+    by_restore = sorted(
+        {
+            f.topic
+            for f in findings
+            if f.broker == broker and f.kind in MISMATCH_KINDS and f.topic and f.topic in restored
+        }
+    )
+    if by_restore:
+        return f"no restart: the restore of {', '.join(by_restore)} repairs its replicas"
     excluded = sorted(
         {
             f.topic
@@ -482,7 +498,7 @@ def make_plan(
     )
     targets = _targets(state, brokers, by_broker, playbook) if restarting else []
     skipped = [
-        (b, _skip_reason(b, findings, playbook, options))
+        (b, _skip_reason(b, findings, playbook, options, restored))
         for b in brokers
         if b not in targets and restarting
     ]
@@ -525,6 +541,11 @@ def make_plan(
             estimate_s=estimate,
             created_at=options.created_at,
             notes=tuple(_notes(why_not, mismatched)),
+            gates={
+                p.name: p.gates.model_dump(mode="json")
+                for p in (playbook, restore)
+                if p is not None
+            },
         )
     )
 
@@ -669,5 +690,6 @@ def plan_from_json(document: Mapping[str, Any]) -> Plan:
         estimate_s=float(document["estimate_s"]),
         created_at=document.get("created_at"),
         notes=tuple(document.get("notes", ())),
+        gates=dict(document.get("gates", {})),
     )
     return with_digest(plan)

@@ -30,7 +30,7 @@ from remediate.execute.journal import Journal, latest_run, list_runs, new_run_id
 from remediate.execute.lock import RunLock
 from remediate.execute.runner import Executor, RunOutcome, Services
 from remediate.plan import Plan, plan_from_json
-from remediate.playbook import load_playbook
+from remediate.playbook import Gates, load_playbook
 from remediate.ports import Transport
 from remediate.render import plan_table
 
@@ -160,9 +160,10 @@ def check_drift(config: ClusterConfig, zk: KazooClient, plan: Plan) -> None:
 def _services(
     config: ClusterConfig, zk: KazooClient, plan: Plan, log: Any, progress: Any
 ) -> Services:
-    gates = {plan.playbook: load_playbook(plan.playbook).gates}
-    for step in plan.restores:
-        gates.setdefault(step.playbook, load_playbook(step.playbook).gates)
+    # The gates the plan was approved with; a plan without them gets its playbooks' own.
+    gates = {name: Gates.model_validate(values) for name, values in plan.gates.items()}
+    for name in {plan.playbook, *(step.playbook for step in plan.restores)} - set(gates):
+        gates[name] = load_playbook(name).gates
 
     def transport(broker: int) -> Transport:
         return transport_for(config, config.broker(broker))

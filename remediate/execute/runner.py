@@ -70,7 +70,7 @@ from remediate.playbook import Gates
 from remediate.ports import Clock, Transport
 from remediate.state import ClusterState, TopicPartition
 
-POLL_S = 0.25
+POLL_S = 0.1
 NO_FILE = "no partition.metadata yet"
 SAMPLE_EVERY_S = 1.0
 ELECTION_TIMEOUT_S = 60.0
@@ -136,6 +136,7 @@ class Executor:
         self.lock = lock
         self.run_id = journal.run_id
         self._last_sample = 0.0
+        self._topic_cache: dict[int, list[str]] = {}
 
     # -- the run ------------------------------------------------------------------------------
 
@@ -348,7 +349,7 @@ class Executor:
 
     def _wait_in_sync(self, broker: int, gates: Gates) -> dict[str, Any]:
         held = self._wait(
-            lambda: in_sync_blocker(self._sampled_read(), broker),
+            lambda: in_sync_blocker(self._sampled_read(self._topics_on(broker)), broker),
             timeout=gates.in_sync_timeout_s,
             what=f"broker {broker} back in the ISR of every partition it hosts",
             stable_for=gates.stability_window_s,
@@ -453,7 +454,9 @@ class Executor:
                     key,
                     lambda: {
                         "in_sync_after_s": self._wait(
-                            lambda: topic_in_sync_blocker(self._sampled_read(), step.topic),
+                            lambda: topic_in_sync_blocker(
+                                self._sampled_read([step.topic]), step.topic
+                            ),
                             timeout=gates.in_sync_timeout_s,
                             what=f"every partition of {step.topic} in sync",
                             stable_for=gates.stability_window_s,
@@ -634,14 +637,23 @@ class Executor:
                 return call()
         raise ZooKeeperError("unreachable")  # pragma: no cover
 
-    def _read(self) -> ClusterState:
+    def _read(self, topics: Collection[str] | None = None) -> ClusterState:
         try:
-            return read_cluster_state(self.s.zk)
+            return read_cluster_state(self.s.zk, topics=topics)
         except RemediationError as exc:
             raise HaltedError(f"ZooKeeper could not be read: {exc}") from exc
 
-    def _sampled_read(self) -> ClusterState:
-        zk_state = self._read()
+    def _topics_on(self, broker: int) -> list[str]:
+        """The topics with a replica on `broker` (read once per wait; a wait is short)."""
+        if broker not in self._topic_cache:
+            zk_state = self._read()
+            self._topic_cache[broker] = sorted({t for t, _ in zk_state.partitions_on(broker)})
+        return self._topic_cache[broker]
+
+    def _sampled_read(self, topics: Collection[str] | None = None) -> ClusterState:
+        """A read of `topics` for a wait, with a health sample in the journal now and then
+        (the sample covers the topics read)."""
+        zk_state = self._read(topics)
         now = self.s.clock.monotonic()
         if now - self._last_sample >= SAMPLE_EVERY_S:
             self._last_sample = now

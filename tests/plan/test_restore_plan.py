@@ -209,3 +209,21 @@ def test_no_file_anywhere_means_nothing_to_restore() -> None:
     plan = plan_for(state, findings)
     assert plan.restores == ()
     assert not plan.refused, plan.refusals
+
+
+def test_brokers_left_out_say_the_restore_repairs_them() -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2)
+    plan = plan_for(state, findings_for(state, all_old(state)))
+    assert plan.skipped == tuple(
+        (b, "no restart: the restore of orders repairs its replicas") for b in (1, 2, 3)
+    )
+
+
+def test_the_plan_carries_its_playbooks_gates_under_its_digest() -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2)
+    plan = plan_for(state, findings_for(state, all_old(state)))
+    assert set(plan.gates) == {"topicid-mismatch", "restore-zk-topic-id"}
+    assert plan.gates["restore-zk-topic-id"]["stability_window_s"] == 5
+    document = json.loads(json.dumps(plan.to_json()))
+    document["gates"]["topicid-mismatch"]["stability_window_s"] = 0
+    assert plan_from_json(document).digest != plan.digest

@@ -1,0 +1,171 @@
+"""What the executor adds to the brokers' own restart and catch-up time.
+
+    .venv/bin/python bench/apply_overhead.py [--brokers 3] [--partitions 12] [--keep DIR]
+
+1. starts a sandbox (real ZooKeeper, emulated brokers) with a replicated topic under load;
+2. the floor, measured in the same run: each broker restarted by hand with the configured
+   service commands (stop, start through /bin/sh), timed from the stop command to the moment
+   ZooKeeper shows it back in the ISR of every partition it hosts (ZooKeeper read every 50 ms);
+3. the tool: `remediate apply` of an approved rolling-restart plan with a zero stability
+   window (the same stop/start commands, plus the lock, drift check, journal, gates and waits),
+   timed from the command's start to its exit;
+4. ratio = the tool's time / the sum of the by-hand restart-to-in-sync times, medians over
+   --rounds rounds (the sandbox's restart times vary by a second or two). Target <= 1.2.
+
+Progress goes to stderr; stdout gets exactly one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from remediate.config import load_cluster_config
+from remediate.sandbox import admin, client, cluster
+
+TOPIC = "bench"
+
+
+def say(message: str) -> None:
+    print(f"[apply_overhead] {message}", file=sys.stderr, flush=True)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [cluster.remediate_executable(), *args], capture_output=True, text=True, check=False
+    )
+
+
+def in_sync(zk: Any, broker: int) -> bool:
+    if not zk.exists(f"/brokers/ids/{broker}"):
+        return False
+    topic, _ = admin.read_topic(zk, TOPIC)
+    for number, replicas in topic.partitions.items():
+        if broker not in replicas:
+            continue
+        data, _ = zk.get(f"/brokers/topics/{TOPIC}/partitions/{number}/state")
+        state = json.loads(data)
+        if state["leader"] < 0 or broker not in state["isr"]:
+            return False
+    return True
+
+
+def restart_by_hand(config_path: Path, zk: Any, broker: int) -> float:
+    config = load_cluster_config(config_path)
+    entry = config.broker(broker)
+    start = time.monotonic()
+    for verb in ("stop", "start"):
+        command = config.service_command(verb, entry)  # type: ignore[arg-type]
+        subprocess.run(["/bin/sh", "-c", command], check=True, capture_output=True)
+    while not in_sync(zk, broker):
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    directory = work / "sandbox"
+    state = cluster.up(directory, brokers=args.brokers, kafka_version="3.4")
+    zk = cluster.zk_client(state)
+    try:
+        admin.create_topic(zk, TOPIC, args.partitions, min(3, args.brokers))
+        time.sleep(2)
+        client.produce(zk, TOPIC, count=args.partitions * 20, key_prefix="load")
+        config_path = directory / "cluster.yaml"
+
+        playbook = yaml.safe_load(
+            (Path(__file__).resolve().parents[1] / "playbooks" / "rolling-restart.yaml").read_text()
+        )
+        playbook["gates"]["stability_window_s"] = 0
+        playbook_path = work / "rolling-restart.yaml"
+        playbook_path.write_text(yaml.safe_dump(playbook))
+        floors, tools = [], []
+        by_hand: dict[int, float] = {}
+        for round_number in range(1, args.rounds + 1):
+            say(f"round {round_number}: every broker restarted by hand, controller last")
+            controller = admin.current_controller(zk)
+            order = sorted(
+                (b.broker_id for b in state.brokers),
+                key=lambda b: (controller is not None and b == controller.broker_id, b),
+            )
+            for broker in order:
+                by_hand[broker] = restart_by_hand(config_path, zk, broker)
+                say(f"  broker {broker}: {by_hand[broker]:.2f} s stop -> back in every ISR")
+            floors.append(sum(by_hand.values()))
+            plan_path = work / f"plan-{round_number}.json"
+            planned = cli(
+                "plan",
+                "-c",
+                str(config_path),
+                "--playbook",
+                str(playbook_path),
+                "-o",
+                str(plan_path),
+                "--json",
+            )
+            if planned.returncode != 0:
+                raise SystemExit(f"plan failed: {planned.stderr[-2000:]}")
+            digest = json.loads(plan_path.read_text())["digest"]
+            start = time.monotonic()
+            applied = cli(
+                "apply",
+                "-c",
+                str(config_path),
+                "--plan",
+                str(plan_path),
+                "--approve",
+                digest,
+                "--json",
+            )
+            tools.append(time.monotonic() - start)
+            if applied.returncode != 0:
+                raise SystemExit(f"apply failed: {applied.stdout[-2000:]} {applied.stderr[-2000:]}")
+            say(f"round {round_number}: tool {tools[-1]:.2f} s, by hand {floors[-1]:.2f} s")
+        total, floor = statistics.median(tools), statistics.median(floors)
+        return {
+            "bench": "apply_overhead",
+            "brokers": args.brokers,
+            "partitions": args.partitions,
+            "tool_s": round(total, 3),
+            "floor_s": round(floor, 3),
+            "rounds": args.rounds,
+            "tool_rounds_s": [round(t, 3) for t in tools],
+            "floor_rounds_s": [round(f, 3) for f in floors],
+            "ratio": round(total / floor, 3),
+            "target_ratio": 1.2,
+        }
+    finally:
+        zk.stop()
+        zk.close()
+        cluster.down(directory)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=3, help="medians over this many rounds")
+    parser.add_argument("--keep", type=Path, help="keep the work directory here")
+    args = parser.parse_args(argv)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="remediate-apply-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        figures = run(args, work)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(figures, separators=(",", ":")), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
