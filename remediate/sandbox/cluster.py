@@ -335,12 +335,13 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
         "service": {
             "stop": f"{base} stop --id {{broker_id}} {where}",
             "start": f"{base} start --id {{broker_id}} {where}",
-            # The same test as `sandbox broker status`, in sh: fast, as systemctl is.
+            # The same test as `sandbox broker status`, in sh: fast, as systemctl is; 3 (LSB's
+            # "not running") when it is down.
             "status": (
                 f"d={shlex.quote(str(directory))}/broker-{{broker_id}};"
                 ' pid=$(cat "$d/broker.pid" 2>/dev/null) && [ -n "$pid" ]'
                 """ && tr '\\0' '\\n' < "/proc/$pid/cmdline" 2>/dev/null"""
-                ' | grep -qF -- "$d/server.properties"'
+                ' | grep -qF -- "$d/server.properties" || exit 3'
             ),
         },
         "min_insync_replicas_default": 1,

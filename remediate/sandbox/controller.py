@@ -694,7 +694,9 @@ class Controller:
         ctx = self.context
         broker_id = payload["broker_id"]
         live = ctx.live.get(broker_id)
-        if live is None or payload.get("broker_epoch", -1) != live.epoch:
+        # As KafkaController.processAlterIsr: unknown broker, or an epoch older than the one
+        # the controller knows, is stale; a newer one (a bounce not yet processed) is not.
+        if live is None or payload.get("broker_epoch", -1) < live.epoch:
             return {"error": wire.STALE_BROKER_EPOCH}
         results: list[dict[str, Any]] = []
         updates: dict[TopicPartition, PartitionState] = {}

@@ -240,7 +240,10 @@ class ReplicaManager:
                     self.controller_epoch,
                 )
                 return {"error": wire.STALE_CONTROLLER_EPOCH, "errors": []}
-            if request.get("broker_epoch", -1) not in (-1, self.broker_epoch):
+            # Only an older epoch is stale: the controller may see the new registration and
+            # send with its epoch before this broker has learnt it (KafkaApis.isBrokerEpochStale).
+            request_epoch = request.get("broker_epoch", -1)
+            if request_epoch != -1 and request_epoch < self.broker_epoch:
                 return {"error": wire.STALE_BROKER_EPOCH, "errors": []}
             self.controller_epoch = controller_epoch
             to_leader: list[tuple[Partition, dict[str, Any]]] = []

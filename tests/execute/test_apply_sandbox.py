@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -52,8 +53,32 @@ def assert_healed(state: cluster.SandboxState, zk: object, topic: str, partition
         assert s.leader >= 0
 
 
-@pytest.mark.parametrize("ssh", [False, True], ids=["local", "ssh"])
-def test_fix_yes_heals_the_incident_without_a_restart(tmp_path: Path, ssh: bool) -> None:
+def fix_or_plan_and_apply(config: Path, how: str, tmp_path: Path) -> dict[str, Any]:
+    """Either the runbook form, or a reviewed plan applied with its digest."""
+    if how == "fix":
+        fixed = run_cli("fix", "-c", str(config), "--yes", "--json")
+        assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-1000:]
+        document = json.loads(fixed.stdout)
+        assert document["applied"] is True
+        assert document["check"]["status"] == "OK"
+        return {"plan": document["plan"], "run": document["run"]}
+    plan_path = tmp_path / "plan.json"
+    planned = run_cli("plan", "-c", str(config), "-o", str(plan_path), "--json")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    plan = json.loads(plan_path.read_text())
+    applied = run_cli(
+        "apply", "-c", str(config), "--plan", str(plan_path), "--approve", plan["digest"], "--json"
+    )
+    assert applied.returncode == 0, applied.stdout[-3000:] + applied.stderr[-1000:]
+    return {"plan": plan, "run": json.loads(applied.stdout)}
+
+
+@pytest.mark.parametrize(
+    ("ssh", "how"),
+    [(False, "fix"), (True, "fix"), (False, "plan-apply")],
+    ids=["local-fix", "ssh-fix", "local-plan-apply"],
+)
+def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how: str) -> None:
     directory = tmp_path / "sandbox"
     cluster.up(directory, kafka_version="3.4", ssh=ssh)
     try:
@@ -69,13 +94,10 @@ def test_fix_yes_heals_the_incident_without_a_restart(tmp_path: Path, ssh: bool)
             BackgroundProducer(incident.state, ORDERS, 6, prefix="fix") as producer,
             BackgroundConsumer(incident.state, ORDERS) as consumer,
         ):
-            fixed = run_cli("fix", "-c", str(config), "--yes", "--json")
-        assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-1000:]
-        document = json.loads(fixed.stdout)
-        assert document["applied"] is True
-        assert document["check"]["status"] == "OK"
-        assert [s["kind"] for s in document["plan"]["steps"]] == ["restore"]
-        assert document["run"]["deleted"] == [] and document["run"]["backups"] == []
+            run = fix_or_plan_and_apply(config, how, tmp_path)
+        assert [s["kind"] for s in run["plan"]["steps"]] == ["restore"]
+        assert run["run"]["status"] == "completed"
+        assert run["run"]["deleted"] == [] and run["run"]["backups"] == []
         # No broker restarted: the very same processes run.
         assert {
             b.broker_id: cluster.broker_pid(directory, b.broker_id) for b in incident.state.brokers

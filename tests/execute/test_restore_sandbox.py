@@ -57,6 +57,13 @@ def test_fix_restores_a_lost_id_without_a_restart_and_the_failover_is_harmless(
             b.broker_id: cluster.broker_pid(directory, b.broker_id) for b in incident.state.brokers
         }
 
+        # Without --yes, fix is a dry run: the plan, and nothing changed.
+        zk_before = zookeeper_tree(incident.zk)
+        dry = run_cli("fix", "-c", config, "--json")
+        assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-1000:]
+        assert json.loads(dry.stdout)["applied"] is False
+        assert zookeeper_tree(incident.zk) == zk_before
+
         fixed = run_cli("fix", "-c", config, "--yes", "--json")
         assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-1000:]
         document = json.loads(fixed.stdout)
