@@ -9,6 +9,7 @@ import tarfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from remediate.formats.znodes import decode_partition_state
 from remediate.sandbox import client, cluster
@@ -21,8 +22,31 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     )
 
 
+B = TypeVar("B", bound="Background")
+
+
+class Background:
+    """Runs `_run` on a daemon thread from `with` to its end; `_run` watches `_stop`."""
+
+    _stop: threading.Event
+    _thread: threading.Thread | None
+
+    def __enter__(self: B) -> B:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
 @dataclass
-class HealthSampler:
+class HealthSampler(Background):
     """Every partition's state znode, every 100 ms, on its own ZooKeeper session."""
 
     state: cluster.SandboxState
@@ -32,16 +56,6 @@ class HealthSampler:
     samples: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-
-    def __enter__(self) -> HealthSampler:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
 
     def _run(self) -> None:
         zk = cluster.zk_client(self.state)
@@ -64,7 +78,7 @@ class HealthSampler:
 
 
 @dataclass
-class BackgroundConsumer:
+class BackgroundConsumer(Background):
     """Reads the whole topic again and again until stopped; remembers what it saw."""
 
     state: cluster.SandboxState
@@ -74,16 +88,6 @@ class BackgroundConsumer:
     errors: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-
-    def __enter__(self) -> BackgroundConsumer:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
 
     def _run(self) -> None:
         zk = cluster.zk_client(self.state)
