@@ -19,7 +19,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from remediate.agreement import agreements
+from remediate.agreement import Agreement, agreements
+from remediate.formats.logdir import PARTITION_METADATA
 from remediate.gates import (
     StaleIdHolder,
     offline_blocker,
@@ -216,12 +217,25 @@ def _stale_holders(findings: Iterable[Finding]) -> dict[TopicPartition, set[int]
     return stale
 
 
+def replica_file(log_dir: str, topic: str, partition: int, name: str) -> str:
+    """A file of a replica, built from the validated topic and partition, never from a name
+    read on disk."""
+    return f"{log_dir.rstrip('/')}/{topic}-{partition}/{name}"
+
+
+def metadata_key(broker: int, log_dir: str, topic: str, partition: int) -> str:
+    """The fingerprint's key for one replica's partition.metadata: "broker:path" (brokers
+    often use the same log dir paths)."""
+    return f"{broker}:{replica_file(log_dir, topic, partition, PARTITION_METADATA)}"
+
+
 def _files(finding: Finding, playbook: Playbook) -> list[str]:
-    # Paths are built from the validated topic and partition, never from a name read on disk.
     if finding.log_dir is None or finding.topic is None or finding.partition is None:
         return []
-    base = f"{finding.log_dir.rstrip('/')}/{finding.topic}-{finding.partition}"
-    return [f"{base}/{name}" for name in playbook.files]
+    return [
+        replica_file(finding.log_dir, finding.topic, finding.partition, name)
+        for name in playbook.files
+    ]
 
 
 _REASONS = (
@@ -351,12 +365,12 @@ def _fingerprint(
     topics = sorted(
         {f.topic for f in affected if f.topic is not None and f.topic in state.topics} | restored
     )
-    # Keyed "broker:path": brokers often use the same log dir paths.
+    # Keyed as metadata_key does.
     planned = {
         f"{step.broker}:{path}"
         for step in steps
         for path in step.files
-        if path.endswith("/partition.metadata")
+        if path.endswith(f"/{PARTITION_METADATA}")
     }
     files = {
         f"{f.broker}:{path}": f.file_topic_id
@@ -372,7 +386,7 @@ def _fingerprint(
             and f.partition is not None
             and f.broker is not None
         ):
-            files[f"{f.broker}:{_metadata_path(f.log_dir, f.topic, f.partition)}"] = f.file_topic_id
+            files[metadata_key(f.broker, f.log_dir, f.topic, f.partition)] = f.file_topic_id
     return {
         "cluster_id": state.cluster_id,
         "brokers": sorted(state.brokers),
@@ -382,21 +396,16 @@ def _fingerprint(
     }
 
 
-def _metadata_path(log_dir: str, topic: str, partition: int) -> str:
-    return f"{log_dir.rstrip('/')}/{topic}-{partition}/partition.metadata"
-
-
 def _restores(
     state: ClusterState,
-    findings: Sequence[Finding],
-    candidates: Iterable[str],
+    found: Mapping[str, Agreement],
     restore: Playbook,
     options: PlanOptions,
 ) -> tuple[list[RestoreStep], dict[str, str]]:
     """Restore steps for the topics whose replicas agree, and why the others get none."""
     steps: list[RestoreStep] = []
     why_not: dict[str, str] = {}
-    for topic, agreement in agreements(candidates, state, findings).items():
+    for topic, agreement in found.items():
         if topic in restore.exclude_topics and topic not in options.include_topics:
             why_not[topic] = "internal topic; name it with --include-topic to act on it"
             continue
@@ -478,13 +487,14 @@ def make_plan(
     restart_kinds = frozenset(playbook.applies_to) if restarting else frozenset()
     missing = {f.topic for f in findings if f.kind == "ZK_TOPIC_ID_MISSING" and f.topic}
     mismatched = {f.topic for f in findings if f.kind in MISMATCH_KINDS and f.topic}
+    found = agreements(missing | mismatched, state, findings)
     restores: list[RestoreStep] = []
     why_not: dict[str, str] = {}
     if restore is not None:
-        restores, why_not = _restores(state, findings, missing | mismatched, restore, options)
+        restores, why_not = _restores(state, found, restore, options)
     restored = {s.topic for s in restores}
     # A lost id no replica claims is harmless: whatever a new controller mints, all take it.
-    unclaimed = {t for t, a in agreements(missing, state, findings).items() if a.unclaimed}
+    unclaimed = {t for t in missing if found[t].unclaimed}
     eligible = [f for f in findings if _eligible(f, playbook, options)]
     affected = [f for f in eligible if f.kind in restart_kinds and f.topic not in restored]
     by_broker: dict[int, list[Finding]] = {}

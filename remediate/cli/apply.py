@@ -8,8 +8,7 @@ import json
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator, MutableMapping
-from contextlib import contextmanager
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -22,7 +21,7 @@ from rich.table import Table
 from remediate.cli.plan import build_plan, out, write_plan
 from remediate.cli.scan import collect_and_scan
 from remediate.collect.run import collect_brokers, transport_for, zk_settings
-from remediate.collect.zookeeper import connect, read_cluster_state
+from remediate.collect.zookeeper import read_cluster_state, session
 from remediate.config import ClusterConfig, load_cluster_config
 from remediate.errors import RefusedError
 from remediate.execute.drift import differences, fingerprint_brokers, observed_files
@@ -90,16 +89,6 @@ def _progress(log_json: bool, as_json: bool) -> Callable[[str], None]:
     if log_json or as_json:
         return lambda _message: None
     return lambda message: err.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}")
-
-
-@contextmanager
-def _zookeeper(config: ClusterConfig) -> Iterator[KazooClient]:
-    zk = connect(zk_settings(config))
-    try:
-        yield zk
-    finally:
-        zk.stop()
-        zk.close()
 
 
 def load_plan_file(path: Path) -> tuple[Plan, dict[str, Any]]:
@@ -200,7 +189,7 @@ def execute(
     clock = SystemClock()
     run_id = new_run_id(clock.now())
     root = Path(config.journal_dir)
-    with _zookeeper(config) as zk:
+    with session(zk_settings(config)) as zk:
         lock = RunLock(zk, config.cluster, run_id=run_id)
         lock.acquire(timeout=lock_wait)
         try:
@@ -347,7 +336,7 @@ def resume(config_path: Path, run_id: str | None, as_json: bool, log_json: bool)
         raise RefusedError(f"run {chosen} already completed; nothing to resume")
     plan = plan_from_json(journal.plan())
     clock = SystemClock()
-    with _zookeeper(config) as zk:
+    with session(zk_settings(config)) as zk:
         lock = RunLock(zk, config.cluster, run_id=chosen)
         # A crashed run's lock goes with its ZooKeeper session: wait that long for it.
         lock.acquire(timeout=config.zookeeper.session_timeout_s + 5)
@@ -418,7 +407,7 @@ def rollback(
     root = Path(config.journal_dir)
     journal = Journal.open(root, run_id)
     plan = plan_from_json(journal.plan())
-    with _zookeeper(config) as zk:
+    with session(zk_settings(config)) as zk:
         lock = RunLock(zk, config.cluster, run_id=run_id)
         lock.acquire(timeout=config.zookeeper.session_timeout_s + 5)
         try:

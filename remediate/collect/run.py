@@ -18,7 +18,7 @@ from remediate.collect.inventory import (
     parse_inventory,
 )
 from remediate.collect.snapshot import BrokerReport, display_name, write_snapshot
-from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, connect, read_cluster_state
+from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, read_cluster_state, session
 from remediate.config import BrokerConfig, ClusterConfig
 from remediate.errors import ConfigError, FormatError, TransportError
 from remediate.formats.properties import load_properties
@@ -209,14 +209,10 @@ def collect(
     config: ClusterConfig, directory: Path, *, progress: Progress | None = None
 ) -> Collected:
     """Read ZooKeeper and every broker, write the snapshot to `directory`."""
-    zk = connect(zk_settings(config))
-    try:
+    with session(zk_settings(config)) as zk:
         if progress is not None:
             progress(f"reading ZooKeeper {config.zookeeper.connect}")
         state = read_cluster_state(zk)
-    finally:
-        zk.stop()
-        zk.close()
     if progress is not None:
         progress(f"ZooKeeper: {len(state.topics)} topics, {len(state.partitions)} partitions")
     with gc_paused():

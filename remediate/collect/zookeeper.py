@@ -8,7 +8,8 @@ partitions costs a handful of round trips, not fifty thousand. Connection loss i
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,17 @@ def make_client(settings: ZkSettings) -> KazooClient:
             check_hostname=settings.tls.verify_hostname,
         )
     return KazooClient(**kwargs)
+
+
+@contextmanager
+def session(settings: ZkSettings, *, timeout: float = 15.0) -> Iterator[KazooClient]:
+    """A connected client for the `with` block, stopped and closed after it."""
+    client = connect(settings, timeout=timeout)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooClient:

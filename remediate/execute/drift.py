@@ -10,12 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from remediate.plan import metadata_key
 from remediate.state import ClusterState
-
-
-def metadata_key(broker: int, log_dir: str, topic: str, partition: int) -> str:
-    """The fingerprint's key for one replica's partition.metadata."""
-    return f"{broker}:{log_dir.rstrip('/')}/{topic}-{partition}/partition.metadata"
 
 
 def fingerprint_brokers(fingerprint: Mapping[str, Any]) -> list[int]:

@@ -27,7 +27,7 @@ from kazoo.exceptions import (
 )
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
-from remediate.collect.run import inspect_broker
+from remediate.collect.run import collect_brokers, inspect_broker
 from remediate.collect.zookeeper import read_cluster_state
 from remediate.config import ClusterConfig
 from remediate.errors import (
@@ -122,7 +122,8 @@ def action_key(index: int, step: PlanStep | RestoreStep, action: str) -> str:
 class _Run:
     """Mutable bookkeeping of one execution (the journal is the durable copy)."""
 
-    progress: RunProgress
+    progress: RunProgress  # as the journal stood when this process started
+    finished: set[str] = field(default_factory=set)
     backups: dict[int, Backup] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
     repaired: set[tuple[int, TopicPartition]] = field(default_factory=set)
@@ -177,6 +178,7 @@ class Executor:
         for key, step in state.progress.steps.items():
             if not step.finished:
                 continue
+            state.finished.add(key)
             if key.endswith(":backup"):
                 broker = int(key.split(":")[1].removeprefix("broker-"))
                 state.backups[broker] = Backup.from_json(step.result["backup"])
@@ -293,12 +295,9 @@ class Executor:
             blocker = self._pre_gate_reason(step, targeted, state)
             if blocker:
                 raise HaltedError(f"broker {broker} was not stopped: {blocker}")
-            self._service(broker, "stop", done=lambda: self._is_down(broker))
+            self._service(broker, "stop", done=partial(self._is_down, broker))
         self._wait(
-            lambda: (
-                stopped_blocker(self._read(), broker)
-                or (None if self._process_down(broker) else f"broker {broker}'s process still runs")
-            ),
+            partial(self._running_reason, broker),
             timeout=gates.stop_timeout_s,
             what=f"broker {broker} to stop",
         )
@@ -333,15 +332,13 @@ class Executor:
         return {"deleted": list(deleted)}
 
     def _start(self, broker: int, gates: Gates) -> dict[str, Any]:
-        if broker not in self._read().brokers:
-            self._service(broker, "start", done=lambda: broker in self._read().brokers)
+        if not self._registered(broker):
+            self._service(broker, "start", done=partial(self._registered, broker))
         return {"started": broker}
 
     def _wait_registered(self, broker: int, gates: Gates) -> dict[str, Any]:
         self._wait(
-            lambda: (
-                None if broker in self._read().brokers else f"broker {broker} is not registered"
-            ),
+            partial(self._unregistered_reason, broker),
             timeout=gates.start_timeout_s,
             what=f"broker {broker} to register",
         )
@@ -494,13 +491,15 @@ class Executor:
         zk_state = self._read()
         assignment = zk_state.topics[step.topic].assignment.partitions
         hosts = sorted({b for replicas in assignment.values() for b in replicas})
+        unknown = [b for b in hosts if b not in self.s.config.broker_ids]
+        if unknown:
+            return f"broker(s) {unknown} host {step.topic} but are not in the configuration"
         found: dict[tuple[int, int], str | None] = {}
-        for broker in hosts:
-            if broker not in self.s.config.broker_ids:
-                return f"broker {broker} hosts {step.topic} but is not in the configuration"
-            report = inspect_broker(self.s.config, self.s.config.broker(broker))
+        # Every host at once, in parallel, as the scan collects them.
+        for report in collect_brokers(self.s.config, hosts):
             if not report.reachable:
-                return f"broker {broker} could not be inspected ({report.error})"
+                return f"broker {report.broker_id} could not be inspected ({report.error})"
+            broker = report.broker_id
             for row in report.replicas:
                 if row["topic"] == step.topic and row["dir_kind"] == "live":
                     no_file = row["metadata_state"] == "missing"
@@ -583,8 +582,7 @@ class Executor:
     # -- plumbing -----------------------------------------------------------------------------
 
     def _finished(self, state: _Run, key: str) -> bool:
-        record = state.progress.steps.get(key)
-        return record is not None and record.finished
+        return key in state.finished
 
     def _act(
         self,
@@ -613,7 +611,7 @@ class Executor:
             raise HaltedError(f"{key}: {exc}") from exc
         self._journal("step-finished", step=key, result=result)
         self._log("step finished", key)
-        state.progress = replay(self.journal.records())
+        state.finished.add(key)
 
     def _journal(self, event: str, **fields: Any) -> None:
         self.journal.append(event, now=self.s.clock.now(), **fields)
@@ -667,7 +665,11 @@ class Executor:
         return decode_controller_epoch(data)
 
     def _running_reason(self, broker: int) -> str | None:
-        return None if self._is_down(broker) else f"broker {broker} still runs"
+        """Why `broker` is not down: still registered, or its process still runs."""
+        blocker = stopped_blocker(self._read(), broker)
+        if blocker is None and not self._process_down(broker):
+            blocker = f"broker {broker}'s process still runs"
+        return blocker
 
     def _registered(self, broker: int) -> bool:
         return broker in self._read().brokers
@@ -676,7 +678,7 @@ class Executor:
         return None if self._registered(broker) else f"broker {broker} is not registered"
 
     def _is_down(self, broker: int) -> bool:
-        return broker not in self._read().brokers and self._process_down(broker)
+        return self._running_reason(broker) is None
 
     def _process_down(self, broker: int) -> bool:
         """The service's status command says it is not running (no command: trust ZK)."""

@@ -9,10 +9,10 @@ import tarfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from remediate.formats.znodes import decode_partition_state
 from remediate.sandbox import client, cluster
+from tests.sandbox.helpers import Background
 
 
 def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -20,29 +20,6 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [str(script), *args], capture_output=True, text=True, check=False, timeout=timeout
     )
-
-
-B = TypeVar("B", bound="Background")
-
-
-class Background:
-    """Runs `_run` on a daemon thread from `with` to its end; `_run` watches `_stop`."""
-
-    _stop: threading.Event
-    _thread: threading.Thread | None
-
-    def __enter__(self: B) -> B:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
-
-    def _run(self) -> None:
-        raise NotImplementedError
 
 
 @dataclass

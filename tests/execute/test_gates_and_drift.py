@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from remediate.execute.drift import differences, fingerprint_brokers, metadata_key, observed_files
+from remediate.execute.drift import differences, fingerprint_brokers, observed_files
 from remediate.formats.znodes import PartitionState
 from remediate.gates import (
     StaleIdHolder,
@@ -17,6 +17,7 @@ from remediate.gates import (
     stopped_blocker,
     topic_in_sync_blocker,
 )
+from remediate.plan import metadata_key
 from remediate.state import ClusterState
 from tests.plan.model import NEW, OLD, cluster
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from kazoo.client import KazooClient
 
@@ -57,8 +59,31 @@ def delete_metadata_files(
     return deleted
 
 
+B = TypeVar("B", bound="Background")
+
+
+class Background(ABC):
+    """Runs `_run` on a daemon thread from `with` to its end; `_run` watches `_stop`."""
+
+    _stop: threading.Event
+    _thread: threading.Thread | None
+
+    def __enter__(self: B) -> B:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    @abstractmethod
+    def _run(self) -> None: ...
+
+
 @dataclass
-class BackgroundProducer:
+class BackgroundProducer(Background):
     """acks=all producer on its own thread, round-robin over the partitions, until stopped."""
 
     state: cluster.SandboxState
@@ -69,16 +94,6 @@ class BackgroundProducer:
     errors: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-
-    def __enter__(self) -> BackgroundProducer:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
 
     def _run(self) -> None:
         zk = cluster.zk_client(self.state)
