@@ -146,6 +146,7 @@ class Executor:
         state = _Run(progress)
         self._recover(state)
         try:
+            self._sample()
             for index, step in enumerate(self.plan.steps):
                 if isinstance(step, RestoreStep):
                     self._restore(index, step, state)
@@ -155,6 +156,7 @@ class Executor:
                 chosen = self._next(remaining, state)
                 remaining.remove(chosen)
                 self._restart(*chosen, state)
+            self._sample()
         except HaltedError as exc:
             self._journal("run-halted", error=str(exc))
             return RunOutcome(
@@ -649,16 +651,19 @@ class Executor:
         return self._topic_cache[broker]
 
     def _sampled_read(self, topics: Collection[str] | None = None) -> ClusterState:
-        """A read of `topics` for a wait, with a health sample in the journal now and then
-        (the sample covers the topics read)."""
+        """A read of `topics` for a wait, with a health sample of the whole cluster in the
+        journal now and then (the report draws them; the tests check them)."""
         zk_state = self._read(topics)
         now = self.s.clock.monotonic()
         if now - self._last_sample >= SAMPLE_EVERY_S:
-            self._last_sample = now
-            self._journal(
-                "sample", **health_sample(zk_state, self.s.config.min_insync_replicas_default)
-            )
+            self._sample(zk_state if topics is None else None)
         return zk_state
+
+    def _sample(self, zk_state: ClusterState | None = None) -> None:
+        """Journal the cluster's health now, from `zk_state` if it covers every topic."""
+        self._last_sample = self.s.clock.monotonic()
+        whole = self._read() if zk_state is None else zk_state
+        self._journal("sample", **health_sample(whole, self.s.config.min_insync_replicas_default))
 
     def _controller_epoch(self) -> int:
         data, _ = self._zk(lambda: self.s.zk.get("/controller_epoch"))

@@ -328,7 +328,10 @@ class Broker:
     # -- requests -----------------------------------------------------------------------------
 
     def _dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self.replicas is not None and self.controller is not None
+        # The listener is up before registration (as Kafka's SocketServer), and the controller
+        # may send LeaderAndIsr as soon as the registration appears: replica requests must not
+        # wait for this broker's own controller component, which starts just after.
+        assert self.replicas is not None
         api = request.get("api")
         if api == "LeaderAndIsr":
             return self.replicas.handle_leader_and_isr(request)
@@ -341,6 +344,8 @@ class Broker:
         if api == "OffsetsForLeaderEpoch":
             return self.replicas.handle_offsets_for_leader_epoch(request)
         if api in ("ControlledShutdown", "AlterIsr"):
+            if self.controller is None:
+                return {"error": wire.NOT_CONTROLLER}
             return self.controller.request(api, request)
         if api == "ApiVersions":
             return {

@@ -855,6 +855,16 @@ class BrokerChannel:
     def _log_response(self, request: dict[str, Any], response: dict[str, Any]) -> None:
         if request["api"] != "LeaderAndIsr":
             return
+        code = response.get("error", wire.NONE)
+        if code not in (wire.NONE, wire.STALE_CONTROLLER_EPOCH):
+            state_change_log.warning(
+                "[Controller id=%d epoch=%d] LeaderAndIsr request to broker %d failed with %s%s",
+                self.controller_id,
+                request["controller_epoch"],
+                self.broker_id,
+                wire.ERROR_NAMES.get(code, code),
+                f": {response['message']}" if response.get("message") else "",
+            )
         failed = [
             e
             for e in response.get("errors", [])
