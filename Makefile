@@ -8,15 +8,17 @@ BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= .sandbox/demo
 # busybox, gawk and original-awk let the tests run the broker inventory under several awks.
-APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk
+# chromium and chromium-driver render the run report in a headless browser in its test.
+APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk chromium chromium-driver
 
-.PHONY: help setup system venv lint typecheck unit test demo bench clean
+.PHONY: help setup system venv lint typecheck unit test fault-table demo bench clean
 
 help:
 	@echo "make setup   install system packages and .venv (idempotent)"
 	@echo "make demo    start the sandbox, reproduce the incident, scan, plan, fix, check"
 	@echo "make test    setup, ruff, mypy (strict) and the whole test suite"
 	@echo "make bench   run the benchmarks in bench/"
+	@echo "make fault-table  run the fault tests and write their table into README.md"
 
 setup: system venv
 
@@ -51,8 +53,13 @@ typecheck: venv
 unit: venv
 	$(BIN)/pytest -m "not slow"
 
+# --fault-table-check: the README's fault table must be the one the @fault tests declare.
 test: setup lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest --fault-table-check README.md
+
+# Runs the @fault tests and, when every one passes, rewrites the README's fault table.
+fault-table: setup
+	$(BIN)/pytest -m fault --fault-table README.md
 
 # The demo runs the 3.4 emulation: there every replica keeps the old id, so the repair needs
 # no restart. DEMO_KAFKA=2.8 shows the case the planner refuses (see README, Limits).

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from remediate.sandbox import cluster
+from tests import fault_table
 
 
 @pytest.fixture
@@ -23,3 +24,51 @@ def sandbox_dir(tmp_path: Path) -> Iterator[Path]:
 def sandbox(sandbox_dir: Path) -> cluster.SandboxState:
     """A running three-broker sandbox (Kafka 2.8 emulation)."""
     return cluster.up(sandbox_dir)
+
+
+# -- the README's fault table (tests/fault_table.py) ------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fault table")
+    group.addoption(
+        "--fault-table",
+        metavar="README",
+        help="run the @fault tests and, if all pass, write their table into README",
+    )
+    group.addoption(
+        "--fault-table-check",
+        metavar="README",
+        help="fail unless README's fault table is the one the @fault markers give",
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    readme = session.config.getoption("--fault-table-check")
+    if readme is None:
+        return
+    expected = fault_table.render(fault_table.rows_of(session.items))
+    found = fault_table.current_table(Path(readme).read_text(encoding="utf-8"))
+    if found != expected:
+        raise pytest.UsageError(
+            f"{readme}'s fault table is out of date with the @fault tests: run `make fault-table`"
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    readme = session.config.getoption("--fault-table")
+    if readme is None or session.config.getoption("collectonly"):
+        return
+    rows = fault_table.rows_of(session.items)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if exitstatus != 0 or not rows:
+        if reporter is not None:
+            reporter.write_line(f"fault table not written: exit status {exitstatus}", red=True)
+        return
+    path = Path(readme)
+    path.write_text(
+        fault_table.replace_table(path.read_text(encoding="utf-8"), fault_table.render(rows)),
+        encoding="utf-8",
+    )
+    if reporter is not None:
+        reporter.write_line(f"fault table: {len(rows)} rows written to {readme}")

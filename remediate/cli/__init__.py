@@ -2,36 +2,56 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from remediate import __version__
-from remediate.cli.apply import EXIT_HALTED, EXIT_REFUSED, apply, fix, resume, rollback, status
-from remediate.cli.plan import plan
-from remediate.cli.sandbox import sandbox
-from remediate.cli.scan import check, scan
 from remediate.errors import HaltedError, RefusedError, RemediationError
 
 # Exit codes (design.md): 0 ok, 1 warning, 2 critical, 3 unknown, 4 refused, 5 halted.
 EXIT_UNKNOWN = 3
+EXIT_REFUSED = 4
+EXIT_HALTED = 5
+
+# Each command is imported when it is run, not when any command is: the sandbox's service
+# commands (`sandbox broker stop|start`) run at every restart, and the executor waits on them.
+COMMANDS = {
+    "sandbox": "remediate.cli.sandbox:sandbox",
+    "scan": "remediate.cli.scan:scan",
+    "check": "remediate.cli.scan:check",
+    "plan": "remediate.cli.plan:plan",
+    "apply": "remediate.cli.apply:apply",
+    "fix": "remediate.cli.apply:fix",
+    "resume": "remediate.cli.apply:resume",
+    "status": "remediate.cli.apply:status",
+    "rollback": "remediate.cli.apply:rollback",
+    "report": "remediate.cli.report:report",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use (click's documented pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, name = target.split(":")
+        command = getattr(importlib.import_module(module), name)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="remediate")
 def cli() -> None:
     """Find and repair topic-id inconsistency on ZooKeeper-mode Kafka clusters."""
-
-
-cli.add_command(sandbox)
-cli.add_command(scan)
-cli.add_command(check)
-cli.add_command(plan)
-cli.add_command(apply)
-cli.add_command(fix)
-cli.add_command(resume)
-cli.add_command(status)
-cli.add_command(rollback)
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from kazoo.client import KazooClient
 from rich.console import Console
 from rich.table import Table
 
+from remediate.cli import EXIT_HALTED, EXIT_REFUSED
 from remediate.cli.plan import build_plan, out, write_plan
 from remediate.cli.scan import collect_and_scan
 from remediate.collect.run import collect_brokers, transport_for, zk_settings
@@ -33,8 +34,6 @@ from remediate.playbook import Gates, load_playbook
 from remediate.ports import Transport
 from remediate.render import plan_table
 
-EXIT_REFUSED = 4
-EXIT_HALTED = 5
 err = Console(stderr=True, highlight=False)
 
 config_option = click.option(
@@ -205,9 +204,27 @@ def execute(
             lock.release()
 
 
+def _write_report(journal_dir: Path, run_id: str) -> str | None:
+    """The run's HTML report beside its journal; its path, or None if it could not be made.
+
+    A report that fails to render must not hide the run's own result, so its error is shown
+    and the command goes on.
+    """
+    # Imported here: the report brings in matplotlib, which apply itself does not need.
+    from remediate.report.files import write_html_report  # noqa: PLC0415
+
+    try:
+        return str(write_html_report(journal_dir, run_id))
+    except Exception as exc:  # any rendering failure: the run itself is over either way
+        err.print(f"report: not written: {exc!r}", markup=False)
+        return None
+
+
 def _emit(outcome: RunOutcome, as_json: bool, journal_dir: Path) -> int:
+    report_path = _write_report(journal_dir, outcome.run_id)
     if as_json:
-        sys.stdout.write(json.dumps(outcome.to_json(), indent=2, sort_keys=True) + "\n")
+        document = {**outcome.to_json(), "report": report_path}
+        sys.stdout.write(json.dumps(document, indent=2, sort_keys=True) + "\n")
     elif outcome.status == "completed":
         err.print(f"[green]run {outcome.run_id} completed[/green]")
     else:
@@ -216,6 +233,9 @@ def _emit(outcome: RunOutcome, as_json: bool, journal_dir: Path) -> int:
             f"the cluster was left as the journal says ({journal_dir / outcome.run_id});"
             " fix the cause, then `remediate resume`"
         )
+    if report_path is not None and not as_json:
+        # One unwrapped line, taken literally: it is copied, or read by scripts.
+        err.print(f"report: {report_path}", soft_wrap=True, markup=False)
     return 0 if outcome.status == "completed" else EXIT_HALTED
 
 
@@ -275,11 +295,13 @@ def fix(
         write_plan(plan, output)
     if not as_json:
         err.print(plan_table(plan))
-    result: dict[str, Any] = {"plan": plan.to_json(), "applied": False}
+    result: dict[str, Any] = {"plan": plan.to_json(), "applied": False, "report": None}
     if plan.refused:
         return _fix_exit(result, as_json, EXIT_REFUSED, "the plan is refused; nothing was changed")
     if not yes:
         return _fix_exit(result, as_json, 0, "dry run: nothing was changed; add --yes to apply")
+    journal_dir = Path(config.journal_dir)
+    run_id: str | None = None
     if not plan.steps:
         message = "nothing to repair"
     else:
@@ -290,12 +312,24 @@ def fix(
             log_json=log_json,
             as_json=as_json,
         )
+        run_id = outcome.run_id
         result.update(applied=True, run=outcome.to_json())
         if outcome.status != "completed":
+            result["report"] = _write_report(journal_dir, run_id)
             return _fix_exit(result, as_json, EXIT_HALTED, f"halted: {outcome.error}")
         message = f"run {outcome.run_id} completed"
     report = collect_and_scan(config, out_dir=None, master=spark_master, quiet=True)
     result["check"] = {"status": report.status, "summary": report.summary_line()}
+    if run_id is not None:
+        # The findings after the run belong in its record (and its report) too.
+        Journal.open(journal_dir, run_id).append(
+            "checked",
+            now=time.time(),
+            status=report.status,
+            summary=report.summary_line(),
+            counts=dict(sorted(report.counts().items())),
+        )
+        result["report"] = _write_report(journal_dir, run_id)
     return _fix_exit(
         result, as_json, report.exit_code, f"{message}; check: {report.summary_line()}"
     )
@@ -308,6 +342,8 @@ def _fix_exit(result: dict[str, Any], as_json: bool, code: int, message: str) ->
         sys.stdout.write(json.dumps(result, indent=2, sort_keys=True) + "\n")
     else:
         err.print(message)
+        if result.get("report"):
+            err.print(f"report: {result['report']}", soft_wrap=True, markup=False)
     return code
 
 
@@ -425,4 +461,4 @@ def rollback(
     return 0
 
 
-__all__ = ["EXIT_HALTED", "EXIT_REFUSED", "apply", "fix", "resume", "rollback", "status"]
+__all__ = ["apply", "fix", "resume", "rollback", "status"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from remediate.cli import EXIT_REFUSED
 from remediate.collect.run import collect
 from remediate.config import load_cluster_config
 from remediate.plan import MISMATCH_KINDS, Plan, PlanOptions, make_plan
@@ -20,7 +21,6 @@ from remediate.playbook import load_playbook
 from remediate.render import plan_markdown, plan_table
 from remediate.scan.runner import run_scan
 
-EXIT_REFUSED = 4
 RESTORE_PLAYBOOK = "restore-zk-topic-id"
 out = Console(soft_wrap=True, width=shutil.get_terminal_size((160, 24)).columns)
 err = Console(stderr=True)

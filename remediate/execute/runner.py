@@ -38,6 +38,7 @@ from remediate.errors import (
     TransportError,
     ZooKeeperError,
 )
+from remediate.execute import failpoints
 from remediate.execute.backup import (
     Backup,
     backup_files,
@@ -70,7 +71,10 @@ from remediate.playbook import Gates
 from remediate.ports import Clock, Transport
 from remediate.state import ClusterState, TopicPartition
 
-POLL_S = 0.1
+# Between two reads of a wait. A read is a handful of pipelined requests (for thousands of
+# partitions it is the read, not this pause, that sets the pace), so a short pause lets a gate
+# open within a few tens of milliseconds of the state being reached.
+POLL_S = 0.02
 NO_FILE = "no partition.metadata yet"
 SAMPLE_EVERY_S = 1.0
 ELECTION_TIMEOUT_S = 60.0
@@ -234,7 +238,8 @@ class Executor:
             elif action == "start":
                 self._act(state, key, lambda: self._start(broker, gates), True)
             elif action == "wait registered":
-                self._act(state, key, lambda: self._wait_registered(broker, gates))
+                retried = key in state.progress.steps
+                self._act(state, key, partial(self._wait_registered, broker, gates, retried))
             elif action == "wait in-sync":
                 self._act(state, key, lambda: self._wait_in_sync(broker, gates))
             elif action == "verify topic-ids":
@@ -338,7 +343,17 @@ class Executor:
             self._service(broker, "start", done=partial(self._registered, broker))
         return {"started": broker}
 
-    def _wait_registered(self, broker: int, gates: Gates) -> dict[str, Any]:
+    def _wait_registered(self, broker: int, gates: Gates, retried: bool) -> dict[str, Any]:
+        if retried and not self._registered(broker) and self._process_down(broker):
+            # A resumed run whose broker never came up (it exited at once, or its start command
+            # has been fixed since): the step was waiting for exactly this start.
+            self.lock.ensure_held()
+            self._journal(
+                "note",
+                step=f"broker-{broker}:wait registered",
+                decision=f"broker {broker} is not running on resume: starting it again",
+            )
+            self._service(broker, "start", done=partial(self._registered, broker))
         self._wait(
             partial(self._unregistered_reason, broker),
             timeout=gates.start_timeout_s,
@@ -596,12 +611,15 @@ class Executor:
         if self._finished(state, key):
             return
         resumed = state.progress.in_flight == key
+        point = key.split(":", 2)[2]
         self._journal("step-started", step=key, resumed=resumed)
         self._log("step started", key)
+        failpoints.hit(f"{point}:started")
         try:
             if destructive:
                 self.lock.ensure_held()
             result = action()
+            failpoints.hit(f"{point}:done")
         except LockLostError as exc:
             self._journal("step-failed", step=key, error=str(exc))
             raise
@@ -614,6 +632,7 @@ class Executor:
         self._journal("step-finished", step=key, result=result)
         self._log("step finished", key)
         state.finished.add(key)
+        failpoints.hit(f"{point}:finished")
 
     def _journal(self, event: str, **fields: Any) -> None:
         self.journal.append(event, now=self.s.clock.now(), **fields)
@@ -671,7 +690,8 @@ class Executor:
 
     def _running_reason(self, broker: int) -> str | None:
         """Why `broker` is not down: still registered, or its process still runs."""
-        blocker = stopped_blocker(self._read(), broker)
+        # Registration needs no topic; the whole cluster is read only for the sample.
+        blocker = stopped_blocker(self._sampled_read(()), broker)
         if blocker is None and not self._process_down(broker):
             blocker = f"broker {broker}'s process still runs"
         return blocker
@@ -680,7 +700,8 @@ class Executor:
         return broker in self._read().brokers
 
     def _unregistered_reason(self, broker: int) -> str | None:
-        return None if self._registered(broker) else f"broker {broker} is not registered"
+        registered = broker in self._sampled_read(()).brokers
+        return None if registered else f"broker {broker} is not registered"
 
     def _is_down(self, broker: int) -> bool:
         return self._running_reason(broker) is None

@@ -91,19 +91,6 @@ SCHEMAS: dict[str, StructType] = {
     ),
 }
 
-SEVERITY = {
-    "OK": "OK",
-    "TOPIC_ID_MISMATCH": "WARNING",
-    "TOPIC_ID_MISMATCH_OUT_OF_ISR": "CRITICAL",
-    "METADATA_MISSING": "INFO",
-    "METADATA_CORRUPT": "CRITICAL",
-    "ZK_TOPIC_ID_MISSING": "WARNING",
-    "REPLICA_DIR_MISSING": "WARNING",
-    "ORPHAN_DIR": "INFO",
-    "BROKER_UNREACHABLE": "UNKNOWN",
-    "PARTITION_OFFLINE": "CRITICAL",
-}
-MISMATCH_KINDS = ("TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR")
 
 FINDING_COLUMNS = (
     "cluster, kind, broker, topic, partition, file_topic_id, zk_topic_id, in_isr,"

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from remediate.scan.job import MISMATCH_KINDS, SEVERITY
+from remediate.scan.kinds import MISMATCH_KINDS, SEVERITY
 
 STATUS_ORDER = ("OK", "WARNING", "UNKNOWN", "CRITICAL")
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}

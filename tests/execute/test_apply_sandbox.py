@@ -263,6 +263,12 @@ def test_plan_then_apply_repairs_a_planted_mismatch_by_restart(
     assert {ids[(3, p)] for p in range(3)} == {foreign}
 
 
+@pytest.mark.fault(
+    "Faults during apply",
+    "The cluster changes between plan and apply (here: the controller moved)",
+    "apply refuses (exit 4), shows every difference from the plan's fingerprint, and changes"
+    " nothing",
+)
 def test_apply_refuses_after_drift_and_changes_nothing(
     planted: tuple[Path, Incident], tmp_path: Path
 ) -> None:
@@ -360,6 +366,12 @@ def test_a_run_killed_after_its_stop_is_finished_by_resume(
     assert_healed(state, zk, PAYMENTS, 3)
 
 
+@pytest.mark.fault(
+    "Faults during apply",
+    "Another operator starts a run while one holds the cluster's lock",
+    "The second run is refused (exit 4) before it checks or changes anything, naming the run"
+    " that holds the lock",
+)
 def test_a_second_run_is_refused_while_the_lock_is_held(
     planted: tuple[Path, Incident], tmp_path: Path
 ) -> None:

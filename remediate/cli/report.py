@@ -1,0 +1,60 @@
+"""`remediate report`: a run's journal as one self-contained HTML page, or as markdown for a
+change ticket."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from remediate.cli.apply import _run_id, config_option
+from remediate.config import load_cluster_config
+from remediate.report.files import (
+    default_path,
+    load_report,
+    render_html,
+    render_markdown,
+    write_report,
+)
+
+
+@click.command()
+@config_option
+@click.option("--run", "run_id", help="The run to report on (default: the latest).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report here (default: html beside the run's journal, markdown on stdout).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "markdown"]),
+    default="html",
+    show_default=True,
+)
+def report(config_path: Path, run_id: str | None, output: Path | None, fmt: str) -> int:
+    """Write a run's report from its journal: timeline, health, plan, approvals, gates, backups.
+
+    HTML goes to <journal_dir>/<run id>/report.html unless -o says otherwise, and its path is
+    printed; markdown goes to stdout unless -o is given.
+    """
+    config = load_cluster_config(config_path)
+    root = Path(config.journal_dir)
+    chosen = _run_id(config, run_id)
+    loaded = load_report(root, chosen)
+    if fmt == "markdown":
+        text = render_markdown(loaded)
+        if output is None:
+            sys.stdout.write(text)
+            return 0
+        write_report(output, text)
+    else:
+        output = write_report(output or default_path(root, chosen), render_html(loaded))
+    sys.stdout.write(f"{output}\n")
+    return 0
+
+
+__all__ = ["report"]

@@ -1,0 +1,48 @@
+"""Failpoints: named places in a run where a test can make the operator crash or pause.
+
+The fault-injection suite needs the operator to die at an exact point (after a backup was
+written but before the journal says so, say), which no outside observer can time. A failpoint
+is inert unless `REMEDIATE_FAILPOINTS` names it, as `<point>=<action>[,<point>=<action>...]`:
+
+- `kill`: SIGKILL this process (no cleanup, no journal record: a crash);
+- `stop`: SIGSTOP this process (a frozen host or a long pause; SIGCONT resumes it);
+- `sleep:<seconds>`: pause this thread.
+
+Points are `<action>:started` (journaled as started, nothing done yet), `<action>:done` (done,
+not yet journaled) and `<action>:finished` (journaled as finished), for every action of a plan
+step, e.g. `backup:done` or `wait in-sync:started`. Never set it in production.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+ENV = "REMEDIATE_FAILPOINTS"
+
+
+def parse(spec: str) -> dict[str, str]:
+    """`point=action` pairs; anything malformed is ignored (a failpoint never breaks a run)."""
+    points: dict[str, str] = {}
+    for item in spec.split(","):
+        point, sep, action = item.partition("=")
+        if sep and point.strip():
+            points[point.strip()] = action.strip()
+    return points
+
+
+def hit(point: str) -> None:
+    spec = os.environ.get(ENV)
+    if not spec:
+        return
+    action = parse(spec).get(point)
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    elif action is not None and action.startswith("sleep:"):
+        try:
+            time.sleep(float(action.removeprefix("sleep:")))
+        except ValueError:
+            return

@@ -1,0 +1,64 @@
+"""The README's fault table, generated from the tests that prove it.
+
+A test that proves how the operator behaves under a fault carries
+`@pytest.mark.fault(area, fault, outcome)`. `pytest --fault-table README.md` runs them and, only
+if every one passed, writes the table between the README's marker lines;
+`pytest --collect-only --fault-table-check README.md` fails when the README's table is not the
+one the markers give (so the table cannot drift from the suite without a test failing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pytest
+
+START = "<!-- fault-table:start -->"
+END = "<!-- fault-table:end -->"
+AREAS = ("Faults during apply", "Bad input", "Security")
+
+
+@dataclass(frozen=True)
+class FaultRow:
+    area: str
+    fault: str
+    outcome: str
+    test: str
+
+
+def rows_of(items: Iterable[pytest.Item]) -> list[FaultRow]:
+    """One row per marked test (parametrized copies that share a fault become one row)."""
+    rows: dict[tuple[str, str], FaultRow] = {}
+    for item in items:
+        marker = item.get_closest_marker("fault")
+        if marker is None:
+            continue
+        area, fault, outcome = marker.args
+        if area not in AREAS:
+            raise pytest.UsageError(f"{item.nodeid}: fault area {area!r} is not one of {AREAS}")
+        test = item.nodeid.split("[", 1)[0]
+        rows.setdefault((area, fault), FaultRow(area, fault, outcome, test))
+    return sorted(rows.values(), key=lambda r: AREAS.index(r.area))
+
+
+def render(rows: list[FaultRow]) -> str:
+    lines = ["| Area | Fault | What the operator does | Proved by |", "|---|---|---|---|"]
+    for row in rows:
+        cells = [row.area, row.fault, row.outcome, f"`{row.test}`"]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def replace_table(readme: str, table: str) -> str:
+    if readme.count(START) != 1 or readme.count(END) != 1:
+        raise ValueError(f"the README must hold exactly one {START} and one {END} line")
+    head, rest = readme.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{table}\n{END}{tail}"
+
+
+def current_table(readme: str) -> str:
+    if START not in readme or END not in readme:
+        return ""
+    return readme.split(START, 1)[1].split(END, 1)[0].strip("\n")

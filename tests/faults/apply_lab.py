@@ -1,0 +1,400 @@
+"""A sandbox to break repairs on: an armed mismatch planted on demand, plans, runs, checks.
+
+The mismatch is the armed kind (TOPIC_ID_MISMATCH): a foreign id is written into the replicas'
+partition.metadata while the broker runs, so the broker stays in every ISR until it restarts.
+The same foreign id every time, so one plan per broker set stays valid from test to test
+(the fingerprint holds the file ids, the broker set, the controller epoch and the topic znode
+versions, none of which a healed run changes). The plans use a playbook with short timers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kazoo.client import KazooClient
+
+from remediate.execute.failpoints import ENV as FAILPOINTS
+from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
+from remediate.formats.topic_id import TopicId
+from remediate.sandbox import admin, client, cluster
+from remediate.sandbox.cluster import broker_pid
+from remediate.sandbox.reproduce import partition_states, replica_file_ids, wait_for
+from tests.execute.sandbox_tools import run_cli
+
+TOPIC = "ledger"
+PARTITIONS = 3
+FOREIGN = TopicId.random()
+AREA = "Faults during apply"
+
+QUICK_PLAYBOOK = """\
+name: quick-repair
+version: 1
+description: topicid-mismatch with short timers, for the fault suite
+brokers: needing-fix
+applies_to: [TOPIC_ID_MISMATCH, TOPIC_ID_MISMATCH_OUT_OF_ISR, METADATA_CORRUPT]
+files: [partition.metadata, leader-epoch-checkpoint]
+scope: affected
+exclude_topics: [__consumer_offsets, __transaction_state]
+steps:
+  - gate: restart-safety
+  - stop
+  - backup
+  - delete
+  - start
+  - wait: registered
+  - wait: in-sync
+  - verify: topic-ids
+gates:
+  stability_window_s: 1
+  stop_timeout_s: 60
+  start_timeout_s: 12
+  in_sync_timeout_s: 15
+  max_brokers_per_run: 0
+  expected_restart_s: 10
+"""
+
+QUICK_ROLLING = """\
+name: quick-rolling
+version: 1
+description: rolling-restart with short timers, for the fault suite
+brokers: all
+applies_to: []
+files: []
+scope: affected
+exclude_topics: [__consumer_offsets, __transaction_state]
+steps:
+  - gate: restart-safety
+  - stop
+  - start
+  - wait: registered
+  - wait: in-sync
+gates:
+  stability_window_s: 1
+  stop_timeout_s: 60
+  start_timeout_s: 12
+  in_sync_timeout_s: 15
+  max_brokers_per_run: 0
+  expected_restart_s: 10
+"""
+
+
+@dataclass
+class Run:
+    """One operator process and what it left behind."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    run_id: str
+    records: list[dict[str, Any]]
+
+    def events(self, event: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["event"] == event]
+
+    def finished_steps(self) -> list[str]:
+        return [str(r["step"]) for r in self.events("step-finished")]
+
+
+@dataclass
+class ApplyLab:
+    directory: Path
+    state: cluster.SandboxState
+    zk: KazooClient
+    playbook: Path
+    plans: dict[tuple[Any, ...], tuple[Path, dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "cluster.yaml"
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = yaml.safe_load(self.config.read_text())
+        return loaded
+
+    @property
+    def journal_dir(self) -> Path:
+        return Path(self.settings["journal_dir"])
+
+    @property
+    def backup_dir(self) -> Path:
+        return Path(self.settings["backup_dir"])
+
+    # -- the cluster ------------------------------------------------------------------------
+
+    def controller(self) -> int:
+        info = admin.current_controller(self.zk)
+        assert info is not None
+        return info.broker_id
+
+    def controller_epoch(self) -> int:
+        data, _ = self.zk.get("/controller_epoch")
+        return int(data)
+
+    def zk_id(self) -> str:
+        assignment, _ = admin.read_topic(self.zk, TOPIC)
+        return str(assignment.topic_id)
+
+    def metadata_files(self, broker: int) -> list[Path]:
+        return sorted(
+            path
+            for log_dir in self.state.broker(broker).log_dirs
+            for path in Path(log_dir).glob(f"{TOPIC}-*/{PARTITION_METADATA}")
+        )
+
+    def plant(self, brokers: Iterable[int]) -> None:
+        """Arm the mismatch: the foreign id on disk, the running broker none the wiser."""
+        for broker in brokers:
+            files = self.metadata_files(broker)
+            assert len(files) == PARTITIONS, files
+            for path in files:
+                path.write_bytes(encode_partition_metadata(FOREIGN))
+
+    def reset(self) -> None:
+        """After a failed test: brokers whose files hold the wrong id get them removed and are
+        restarted, so that one failure does not cascade into the next test."""
+        zk_id = self.zk_id()
+        for broker in (1, 2, 3):
+            wrong = [p for p in self.metadata_files(broker) if zk_id.encode() not in p.read_bytes()]
+            if broker_pid(self.directory, broker) is not None and not wrong:
+                continue
+            cluster.stop_broker(self.directory, broker)
+            for path in wrong:
+                path.unlink()
+            cluster.start_broker(self.directory, broker, wait=True)
+        self.wait_healthy(timeout=90)
+
+    def healthy(self) -> str | None:
+        """Why the topic is not healthy (every replica in ISR with ZooKeeper's id), or None."""
+        registered = sorted(int(b) for b in self.zk.get_children("/brokers/ids"))
+        if registered != [1, 2, 3]:
+            return f"registered brokers {registered}"
+        for number, s in partition_states(self.zk, TOPIC, list(range(PARTITIONS))).items():
+            if sorted(s.isr) != [1, 2, 3] or s.leader < 0:
+                return f"{TOPIC}-{number}: leader {s.leader} isr {s.isr}"
+        zk_id = self.zk_id()
+        wrong = {k: v for k, v in replica_file_ids(self.state, TOPIC).items() if v != zk_id}
+        return f"files without ZooKeeper's id {zk_id}: {wrong}" if wrong else None
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        wait_for(lambda: self.healthy() is None, "the topic to be healthy", timeout=timeout)
+
+    def produce(self, count: int = 9) -> None:
+        report = client.produce(self.zk, TOPIC, count=count, key_prefix="fault", retries=20)
+        assert len(report.acked) == count, report.errors
+
+    # -- plans and runs ---------------------------------------------------------------------
+
+    def plan(
+        self, brokers: Iterable[int], *, playbook: Path | None = None
+    ) -> tuple[Path, dict[str, Any]]:
+        """The plan for a mismatch planted on `brokers` (made once per planting and epoch)."""
+        wanted = tuple(sorted(brokers))
+        chosen = playbook or self.playbook
+        key = (wanted, self.controller_epoch(), chosen)
+        if key not in self.plans:
+            path = self.directory / f"plan-{len(self.plans)}.json"
+            planned = run_cli(
+                "plan", "-c", str(self.config), "--playbook", str(chosen), "-o", str(path)
+            )
+            assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-3000:]
+            plan = json.loads(path.read_text())
+            assert sorted(s["broker"] for s in plan["steps"]) == list(wanted), plan["steps"]
+            self.plans[key] = (path, plan)
+        return self.plans[key]
+
+    def start_apply(
+        self, plan: tuple[Path, dict[str, Any]], *, failpoints: str = "", config: Path | None = None
+    ) -> subprocess.Popen[str]:
+        path, document = plan
+        return subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "remediate"),
+                "apply",
+                "-c",
+                str(config or self.config),
+                "--plan",
+                str(path),
+                "--approve",
+                document["digest"],
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_environment(failpoints),
+        )
+
+    def finish(self, process: subprocess.Popen[str], timeout: float = 240.0) -> Run:
+        stdout, stderr = process.communicate(timeout=timeout)
+        return self.latest(process.returncode, stdout, stderr)
+
+    def latest(self, exit_code: int | None, stdout: str = "", stderr: str = "") -> Run:
+        runs = sorted(p for p in self.journal_dir.iterdir() if (p / "journal.jsonl").exists())
+        run = runs[-1]
+        records = []
+        for line in (run / "journal.jsonl").read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue  # a torn last line: the crash came in the middle of a write
+        return Run(exit_code, stdout, stderr, run.name, records)
+
+    def resume(self, run_id: str, *, failpoints: str = "") -> Run:
+        resumed = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "remediate"),
+                *("resume", "-c", str(self.config), "--run", run_id, "--json"),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+            env=_environment(failpoints),
+        )
+        return self.latest(resumed.returncode, resumed.stdout, resumed.stderr)
+
+    def status(self, run_id: str) -> dict[str, Any]:
+        shown = run_cli("status", "-c", str(self.config), "--run", run_id, "--json")
+        assert shown.returncode == 0, shown.stderr[-2000:]
+        loaded: dict[str, Any] = json.loads(shown.stdout)
+        return loaded
+
+    def with_service(self, **commands: str) -> Path:
+        """A copy of cluster.yaml whose service commands are replaced (a broken unit file)."""
+        settings = self.settings
+        settings["service"] = {**settings["service"], **commands}
+        path = self.directory / f"cluster-{'-'.join(sorted(commands))}.yaml"
+        path.write_text(yaml.safe_dump(settings, sort_keys=False))
+        return path
+
+    # -- what the safety rules promise ------------------------------------------------------
+
+    def backed_up(self, run_id: str) -> dict[str, str]:
+        """'/path' -> sha256 of every file in the run's archives whose manifest verifies."""
+        members: dict[str, str] = {}
+        for archive in sorted((self.backup_dir / run_id).rglob("*.tar.gz")):
+            manifest = archive.with_name(archive.name.removesuffix(".tar.gz") + ".sha256")
+            expected = dict(
+                reversed(line.split(None, 1)) for line in manifest.read_text().splitlines()
+            )
+            assert oct(archive.stat().st_mode & 0o777) == "0o600", archive
+            with tarfile.open(archive, "r:gz") as tar:
+                for member in tar.getmembers():
+                    handle = tar.extractfile(member)
+                    assert handle is not None
+                    digest = hashlib.sha256(handle.read()).hexdigest()
+                    assert expected.get(member.name) == digest, (archive, member.name)
+                    members["/" + member.name] = digest
+        return members
+
+    def assert_nothing_deleted_without_backup(
+        self, plan: Mapping[str, Any], run_id: str, planted: Mapping[str, bytes]
+    ) -> None:
+        """Every planned file that is gone, or no longer holds what was planted, is in a
+        verified archive of the run with the planted bytes."""
+        archived = self.backed_up(run_id)
+        for step in plan["steps"]:
+            for name in step["files"]:
+                path = Path(name)
+                before = planted.get(name)
+                if before is None:
+                    continue
+                now = path.read_bytes() if path.exists() else None
+                if now != before:
+                    assert archived.get(name) == hashlib.sha256(before).hexdigest(), (
+                        f"{name} changed without a verified backup of it"
+                    )
+
+    def snapshot_files(self, plan: Mapping[str, Any]) -> dict[str, bytes]:
+        """The planned files' bytes as they are now (just planted)."""
+        return {
+            name: Path(name).read_bytes()
+            for step in plan["steps"]
+            for name in step["files"]
+            if Path(name).exists()
+        }
+
+
+def process_stopped(pid: int) -> bool:
+    """The process is in state T (stopped by SIGSTOP)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] in ("T", "t")
+
+
+def wait_stopped(pid: int, timeout: float = 120.0) -> None:
+    wait_for(lambda: process_stopped(pid), f"process {pid} to stop itself", timeout=timeout)
+
+
+def journal_has(lab: ApplyLab, before: set[Path], event: str, step_suffix: str) -> bool:
+    """A new run's journal holds `event` for a step whose key ends in `step_suffix`."""
+    if not lab.journal_dir.exists():
+        return False
+    for run in set(lab.journal_dir.iterdir()) - before:
+        path = run / "journal.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("event") == event and str(record.get("step", "")).endswith(step_suffix):
+                return True
+    return False
+
+
+def runs(lab: ApplyLab) -> set[Path]:
+    return set(lab.journal_dir.iterdir()) if lab.journal_dir.exists() else set()
+
+
+def start_lab(directory: Path, *, ssh: bool = False) -> ApplyLab:
+    state = cluster.up(directory, kafka_version="3.4", ssh=ssh)
+    zk = cluster.zk_client(state)
+    admin.create_topic(zk, TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})
+    # A killed operator's lock is free again once its session expires: a short session keeps
+    # the resumes quick.
+    config = directory / "cluster.yaml"
+    settings = yaml.safe_load(config.read_text())
+    settings["zookeeper"]["session_timeout_s"] = 4
+    config.write_text(yaml.safe_dump(settings, sort_keys=False))
+    playbook = directory / "quick-repair.yaml"
+    playbook.write_text(QUICK_PLAYBOOK)
+    (directory / "quick-rolling.yaml").write_text(QUICK_ROLLING)
+    lab = ApplyLab(directory, state, zk, playbook)
+    wait_for(
+        lambda: (
+            all(v is not None for v in replica_file_ids(state, TOPIC).values())
+            and len(replica_file_ids(state, TOPIC)) == 3 * PARTITIONS
+        ),
+        "every replica to write partition.metadata",
+    )
+    lab.produce(30)
+    lab.wait_healthy()
+    return lab
+
+
+def stop_lab(lab: ApplyLab) -> None:
+    lab.zk.stop()
+    lab.zk.close()
+    cluster.down(lab.directory)
+
+
+def _environment(failpoints: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != FAILPOINTS}
+    if failpoints:
+        env[FAILPOINTS] = failpoints
+    return env

@@ -1,0 +1,448 @@
+"""Repairs that go wrong: the operator keeps the cluster safe, `resume` finishes the job.
+
+Each test arms a mismatch on the sandbox (3.4 emulation, real ZooKeeper), applies the plan,
+breaks something on the way — the operator itself, a broker, ZooKeeper, the controller, a
+neighbour — and then checks what the safety rules promise: nothing changed without a verified
+backup, the journal says what happened, `resume` completes the run, and the topic ends with a
+full ISR and ZooKeeper's id in every file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from remediate.errors import SandboxError
+from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
+from remediate.sandbox import admin, cluster, process
+from remediate.sandbox.reproduce import wait_for
+from tests.faults.apply_lab import (
+    AREA,
+    FOREIGN,
+    ApplyLab,
+    Run,
+    journal_has,
+    runs,
+    start_lab,
+    stop_lab,
+    wait_stopped,
+)
+from tests.sandbox.helpers import wait_until
+
+pytestmark = pytest.mark.slow
+
+ACTIONS = [
+    "gate restart-safety",
+    "stop",
+    "backup",
+    "delete",
+    "start",
+    "wait registered",
+    "wait in-sync",
+    "verify topic-ids",
+]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApplyLab]:
+    lab = start_lab(tmp_path_factory.mktemp("faults") / "sandbox")
+    yield lab
+    stop_lab(lab)
+
+
+@pytest.fixture
+def healthy_lab(lab: ApplyLab) -> Iterator[ApplyLab]:
+    """The lab, healthy before the test and left healthy after it (or the test fails)."""
+    lab.wait_healthy()
+    yield lab
+    try:
+        lab.wait_healthy(timeout=90)
+    except SandboxError:
+        lab.reset()
+        raise
+
+
+def one_broker(lab: ApplyLab) -> int:
+    """A broker that is not the controller (the controller's own faults have their test)."""
+    controller = lab.controller()
+    return next(b for b in (1, 2, 3) if b != controller)
+
+
+def actions_of(run: Run) -> list[str]:
+    return [key.split(":", 2)[2] for key in run.finished_steps()]
+
+
+def assert_resumed_to_the_end(lab: ApplyLab, run: Run) -> Run:
+    resumed = lab.resume(run.run_id)
+    assert resumed.exit_code == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
+    assert resumed.run_id == run.run_id
+    finished = resumed.finished_steps()
+    assert len(finished) == len(set(finished)), f"an action was completed twice: {finished}"
+    assert resumed.events("run-resumed") and resumed.events("run-completed")
+    assert lab.status(run.run_id)["status"] == "completed"
+    lab.wait_healthy()
+    return resumed
+
+
+# -- the operator dies ----------------------------------------------------------------------
+
+
+@pytest.mark.fault(
+    AREA,
+    "The operator is killed (SIGKILL) at every step boundary: after each of a broker's eight"
+    " actions, one crash after another in the same run",
+    "After each crash the journal ends at the last finished action and `status` shows the run"
+    " as running; each `resume` goes on from the next action, none is done twice, and the"
+    " cluster ends healthy",
+)
+def test_sigkill_at_every_step_boundary(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    run = lab.finish(lab.start_apply(plan, failpoints=f"{ACTIONS[0]}:finished=kill"))
+    for number, action in enumerate(ACTIONS):
+        if number > 0:
+            run = lab.resume(run.run_id, failpoints=f"{action}:finished=kill")
+        assert run.exit_code == -signal.SIGKILL, (action, run.stderr[-2000:])
+        assert actions_of(run) == ACTIONS[: number + 1]
+        assert not run.events("run-completed") and not run.events("run-halted")
+        assert lab.status(run.run_id)["status"] == "running"
+        lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+    resumed = assert_resumed_to_the_end(lab, run)
+    assert actions_of(resumed) == ACTIONS
+    assert len(resumed.events("run-resumed")) == len(ACTIONS)
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+
+@pytest.mark.fault(
+    AREA,
+    "The operator is killed in the middle of the backup, of the delete, and of the post-gate wait",
+    "`resume` re-verifies the action in flight (a written archive is read back and kept,"
+    " files already deleted are found in the verified backup) and finishes",
+)
+def test_sigkill_in_the_middle_of_an_action(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    points = ["backup:done", "delete:done", "wait in-sync:started"]
+    run = lab.finish(lab.start_apply(plan, failpoints=f"{points[0]}=kill"))
+    for number, point in enumerate(points):
+        if number > 0:
+            run = lab.resume(run.run_id, failpoints=f"{point}=kill")
+        assert run.exit_code == -signal.SIGKILL, (point, run.stderr[-2000:])
+        action = point.split(":", maxsplit=1)[0]
+        last = run.records[-1]
+        assert last["event"] == "step-started" and str(last["step"]).endswith(":" + action)
+        assert last.get("resumed") is False
+        lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+    resumed = assert_resumed_to_the_end(lab, run)
+    again = {
+        str(r["step"]).split(":", 2)[2] for r in resumed.events("step-started") if r.get("resumed")
+    }
+    assert again == {p.split(":", maxsplit=1)[0] for p in points}, "not re-verified"
+    assert actions_of(resumed) == ACTIONS
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+
+# -- the broker does not come back -----------------------------------------------------------
+
+
+@pytest.mark.fault(
+    AREA,
+    "A broker's start command fails",
+    "The run halts (exit 5) with the command's exit code in the journal, the broker's files"
+    " backed up; after the start command is fixed, `resume` starts it and finishes",
+)
+def test_a_failing_start_command_halts_and_resume_finishes(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    broken = lab.with_service(start="echo 'unit kafka.service not found' >&2; exit 1")
+    run = lab.finish(lab.start_apply(plan, config=broken))
+    assert run.exit_code == 5, run.stderr[-3000:]
+    (halted,) = run.events("run-halted")
+    assert "start command exited 1" in halted["error"]
+    assert "unit kafka.service not found" in halted["error"]
+    assert [r["step"] for r in run.events("step-failed")][-1].endswith(":start")
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+    assert str(target) not in lab.zk.get_children("/brokers/ids")
+
+    assert_resumed_to_the_end(lab, run)
+
+
+@pytest.mark.fault(
+    AREA,
+    "A broker's process exits at once after its start command succeeds",
+    "The run halts (exit 5) when the start timeout passes with the broker unregistered;"
+    " `resume` sees it is not running, starts it again (journaled) and finishes",
+)
+def test_a_broker_that_exits_at_once_halts_and_resume_starts_it(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    gone = lab.with_service(start="true")
+    run = lab.finish(lab.start_apply(plan, config=gone))
+    assert run.exit_code == 5, run.stderr[-3000:]
+    (halted,) = run.events("run-halted")
+    assert f"waiting for broker {target} to register" in halted["error"]
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+    resumed = assert_resumed_to_the_end(lab, run)
+    assert any("starting it again" in str(r.get("decision")) for r in resumed.events("note"))
+
+
+@pytest.mark.fault(
+    AREA,
+    "A broker registers but never rejoins the ISR",
+    "The run halts (exit 5) at the in-sync gate, naming the partitions it is missing from,"
+    " and goes no further; once the cause is fixed, `resume` finishes",
+)
+def test_a_broker_that_never_rejoins_the_isr_halts(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    before = runs(lab)
+    # While the operator pauses after its delete, the stale files come back (a configuration
+    # tool restoring a log dir, say): the broker starts with the foreign id again.
+    process_ = lab.start_apply(plan, failpoints="delete:finished=sleep:5")
+    wait_for(lambda: journal_has(lab, before, "step-finished", ":delete"), "the delete", 120)
+    for path in planted:
+        if path.endswith(PARTITION_METADATA):
+            Path(path).write_bytes(encode_partition_metadata(FOREIGN))
+    run = lab.finish(process_)
+    assert run.exit_code == 5, run.stderr[-3000:]
+    (halted,) = run.events("run-halted")
+    assert f"broker {target} back in the ISR" in halted["error"]
+    assert "ledger-" in halted["error"]
+    assert actions_of(run)[-1] == "wait registered"
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+    # The operator's fix: the broker restarted without the stale files.
+    assert cluster.stop_broker(lab.directory, target)
+    for path in planted:
+        if path.endswith(PARTITION_METADATA):
+            Path(path).unlink()
+    cluster.start_broker(lab.directory, target, wait=True)
+    assert_resumed_to_the_end(lab, run)
+
+
+# -- ZooKeeper ------------------------------------------------------------------------------
+
+
+@pytest.mark.fault(
+    AREA,
+    "The operator's ZooKeeper session expires during the run (the process is frozen longer"
+    " than the session timeout)",
+    "The lock is lost: the run stops before its next destructive action (the broker is not"
+    " stopped) and halts (exit 5); `resume` takes the lock again and finishes",
+)
+def test_a_lost_session_stops_the_run_before_the_next_destructive_action(
+    healthy_lab: ApplyLab,
+) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    operator = lab.start_apply(plan, failpoints="gate restart-safety:finished=stop")
+    try:
+        wait_stopped(operator.pid)
+        timeout = float(lab.settings["zookeeper"]["session_timeout_s"])
+        time.sleep(timeout + 5)
+    finally:
+        operator.send_signal(signal.SIGCONT)
+    run = lab.finish(operator)
+    assert run.exit_code == 5, run.stderr[-3000:]
+    (failed,) = run.events("step-failed")
+    assert str(failed["step"]).endswith(":stop") and "lock" in failed["error"]
+    assert not any(str(s).endswith(":stop") for s in run.finished_steps())
+    assert str(target) in lab.zk.get_children("/brokers/ids")
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+    assert_resumed_to_the_end(lab, run)
+
+
+@pytest.mark.fault(
+    AREA,
+    "ZooKeeper is down for a while during the post-gate wait",
+    "Reads are retried, bounded; the run either carries on when ZooKeeper is back or halts"
+    " (exit 5) saying ZooKeeper could not be read, and `resume` finishes",
+)
+def test_zookeeper_down_for_a_while(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    before = runs(lab)
+    operator = lab.start_apply(plan)
+    wait_for(
+        lambda: journal_has(lab, before, "step-finished", ":wait registered"),
+        "the broker to register",
+        120,
+    )
+    pid = cluster.zookeeper_pid(lab.directory)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    process.wait_gone(pid, timeout=30)
+    time.sleep(6)
+    cluster.start_zookeeper(lab.directory, lab.state)
+    run = lab.finish(operator)
+    assert wait_until(lambda: lab.zk.connected, timeout=60)
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+    if run.exit_code == 0:
+        assert run.events("run-completed")
+        lab.wait_healthy(timeout=90)
+    else:
+        assert run.exit_code == 5, run.stderr[-3000:]
+        (halted,) = run.events("run-halted")
+        assert "ZooKeeper" in halted["error"] or "lock" in halted["error"]
+        assert_resumed_to_the_end(lab, run)
+
+
+# -- the cluster and other operators -----------------------------------------------------------
+
+
+@pytest.mark.fault(
+    AREA,
+    "The controller moves during a rolling restart, to a broker still waiting for its turn",
+    "The controller is re-read before every step: the new controller goes last (the decision"
+    " is journaled) and the run completes",
+)
+def test_a_controller_that_moves_is_still_restarted_last(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    controller = lab.controller()
+    plan = lab.plan([1, 2, 3], playbook=lab.directory / "quick-rolling.yaml")
+    order = [s["broker"] for s in plan[1]["steps"]]
+    first, second, last = order
+    assert last == controller
+    before = runs(lab)
+    operator = lab.start_apply(plan)
+    wait_for(lambda: journal_has(lab, before, "step-finished", ":stop"), "the first stop", 120)
+    # Hand the controller to `second`: freeze the old one so it cannot win the election.
+    frozen = cluster.broker_pid(lab.directory, controller)
+    assert frozen is not None
+    os.kill(frozen, signal.SIGSTOP)
+    try:
+        admin.failover_controller(lab.zk)
+        assert lab.controller() == second
+    finally:
+        os.kill(frozen, signal.SIGCONT)
+    run = lab.finish(operator)
+    assert run.exit_code == 0, run.stderr[-3000:]
+    started = [
+        int(str(r["step"]).split(":")[1].removeprefix("broker-"))
+        for r in run.events("step-started")
+    ]
+    assert list(dict.fromkeys(started)) == [first, controller, second]
+    assert any(
+        f"broker {second} is now the active controller: it goes last" in str(r.get("decision"))
+        for r in run.events("gate")
+    )
+    lab.wait_healthy(timeout=90)
+    lab.plans.clear()  # the controller epoch moved on
+
+
+@pytest.mark.fault(
+    AREA,
+    "A second, unrelated broker fails during the run",
+    "The next broker's pre-gate blocks rather than take a partition below min.insync.replicas:"
+    " the run halts (exit 5) before stopping it, naming the reason; once the failed broker is"
+    " back, `resume` finishes",
+)
+def test_a_second_broker_failure_blocks_the_next_restart(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    plan = lab.plan([1, 2, 3], playbook=lab.directory / "quick-rolling.yaml")
+    first, second, bystander = [s["broker"] for s in plan[1]["steps"]]
+    before = runs(lab)
+    operator = lab.start_apply(plan, failpoints="wait in-sync:finished=sleep:10")
+    wait_for(
+        lambda: journal_has(lab, before, "step-finished", ":wait in-sync"),
+        "the first broker's restart",
+        120,
+    )
+    # A broker whose turn has not come dies while the operator pauses between two steps.
+    assert cluster.kill_broker(lab.directory, bystander)
+    run = lab.finish(operator)
+    assert run.exit_code == 5, run.stderr[-3000:]
+    (halted,) = run.events("run-halted")
+    assert "pre-gate" in halted["error"]
+    assert str(second) in lab.zk.get_children("/brokers/ids"), "the next broker was stopped"
+    assert [s for s in run.finished_steps() if s.endswith(":stop")] == [f"0:broker-{first}:stop"]
+
+    cluster.start_broker(lab.directory, bystander, wait=True)
+    lab.wait_healthy()
+    assert_resumed_to_the_end(lab, run)
+    lab.plans.clear()  # the controller moved
+
+
+# -- SSH ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ssh_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApplyLab]:
+    lab = start_lab(tmp_path_factory.mktemp("faults-ssh") / "sandbox", ssh=True)
+    yield lab
+    stop_lab(lab)
+
+
+def drop_ssh_connections(lab: ApplyLab, broker: int) -> int:
+    """Kill the sshd processes serving connections to `broker` (the listener stays up)."""
+    ssh_dir = lab.directory / "ssh"
+    listener = process.read_pid(ssh_dir / f"sshd-{broker}.pid")
+    assert listener is not None
+    children = Path(f"/proc/{listener}/task/{listener}/children").read_text().split()
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(child), signal.SIGKILL)
+    return len(children)
+
+
+@pytest.mark.fault(
+    AREA,
+    "The SSH connection to a broker drops during a step",
+    "A dropped connection is retried (bounded) only after re-checking whether the command"
+    " already took effect; the run completes, or halts (exit 5) and `resume` finishes",
+)
+def test_a_dropped_ssh_connection_during_a_step(ssh_lab: ApplyLab) -> None:
+    lab = ssh_lab
+    lab.wait_healthy()
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    before = runs(lab)
+    operator = lab.start_apply(plan, failpoints="stop:started=sleep:1")
+    wait_for(lambda: journal_has(lab, before, "step-started", ":stop"), "the stop", 120)
+    # The operator holds a connection from its pre-gate and the drift check; the stop
+    # command goes over it a second from now.
+    time.sleep(1.3)
+    dropped = drop_ssh_connections(lab, target)
+    run = lab.finish(operator)
+    assert dropped >= 1
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+    if run.exit_code == 0:
+        assert run.events("run-completed")
+        lab.wait_healthy(timeout=90)
+    else:
+        assert run.exit_code == 5, run.stderr[-3000:]
+        assert run.events("run-halted")
+        assert_resumed_to_the_end(lab, run)
