@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import socket
 import sys
 import time
@@ -168,10 +169,13 @@ def _services(
 
 
 def _identity() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
+    """Who approved the run: under sudo, the person who ran sudo, not root."""
+    user = os.environ.get("SUDO_USER")
+    if not user:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = "unknown"
     return f"{user}@{socket.gethostname()}"
 
 

@@ -72,3 +72,14 @@ def test_a_missing_run_is_an_error_not_a_report(
     done = run_cli("report", "-c", str(config), *args)
     assert done.returncode == code, done.stderr
     assert message in done.stderr and done.stdout == ""
+
+
+def test_the_approver_under_sudo_is_the_person_who_ran_sudo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from remediate.cli.apply import _identity  # noqa: PLC0415
+
+    monkeypatch.setenv("SUDO_USER", "alice")
+    assert _identity().startswith("alice@")
+    monkeypatch.delenv("SUDO_USER")
+    assert not _identity().startswith("alice@")
