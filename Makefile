@@ -55,11 +55,11 @@ unit: venv
 
 # --fault-table-check: the README's fault table must be the one the @fault tests declare.
 test: setup lint typecheck
-	$(BIN)/pytest --fault-table-check README.md
+	$(BIN)/pytest --fault-table-check=README.md
 
 # Runs the @fault tests and, when every one passes, rewrites the README's fault table.
 fault-table: setup
-	$(BIN)/pytest -m fault --fault-table README.md
+	$(BIN)/pytest -m fault --fault-table=README.md
 
 # The demo runs the 3.4 emulation: there every replica keeps the old id, so the repair needs
 # no restart. DEMO_KAFKA=2.8 shows the case the planner refuses (see README, Limits).

@@ -1,10 +1,10 @@
 """The README's fault table, generated from the tests that prove it.
 
 A test that proves how the operator behaves under a fault carries
-`@pytest.mark.fault(area, fault, outcome)`. `pytest --fault-table README.md` runs them and, only
-if every one passed, writes the table between the README's marker lines;
-`pytest --collect-only --fault-table-check README.md` fails when the README's table is not the
-one the markers give (so the table cannot drift from the suite without a test failing).
+`@pytest.mark.fault(area, fault, outcome)`. `pytest -m fault --fault-table=README.md` runs
+them and, only if every one passed, writes the table between the README's marker lines;
+`pytest --collect-only --fault-table-check=README.md` fails when the README's table is not
+the one the markers give (so the table cannot drift from the suite without a test failing).
 """
 
 from __future__ import annotations

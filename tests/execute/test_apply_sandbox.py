@@ -275,6 +275,8 @@ def test_apply_refuses_after_drift_and_changes_nothing(
     directory, incident = planted
     state, zk = incident.state, incident.zk
     config = directory / "cluster.yaml"
+    if not zk.exists(f"/brokers/topics/{PAYMENTS}"):  # run on its own (make fault-table)
+        plant_mismatch(directory, state, zk, 3)
     plan_path = tmp_path / "plan.json"
     planned = run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
     plan = json.loads(plan_path.read_text())
