@@ -50,6 +50,12 @@ class Step(BaseModel):
     def __str__(self) -> str:
         return self.verb if self.argument is None else f"{self.verb} {self.argument}"
 
+    @model_validator(mode="after")
+    def _known_argument(self) -> Step:
+        # Checked here, not by the playbook, so that the error names the step (`steps.3`).
+        _check_argument(self)
+        return self
+
 
 def _step(value: object) -> object:
     """`stop` or `{wait: in-sync}` in YAML; a Step here."""
@@ -88,8 +94,6 @@ class Playbook(BaseModel):
 
     @model_validator(mode="after")
     def _coherent(self) -> Playbook:
-        for step in self.steps:
-            _check_argument(step)
         _check_order([s.verb for s in self.steps], bool(self.files))
         if self.brokers == "needing-fix" and not self.applies_to:
             raise ValueError("'brokers: needing-fix' needs 'applies_to' finding kinds")

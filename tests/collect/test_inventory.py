@@ -759,6 +759,13 @@ def _legal_name(raw: bytes) -> bool:
     return b"\0" not in raw and b"/" not in raw and raw not in (b".", b"..")
 
 
+@pytest.mark.fault(
+    "Bad input",
+    "Directory names on a broker with any bytes: shell metacharacters, newlines, invalid UTF-8 "
+    "(fuzzed)",
+    "Listed exactly by one quoted remote command and reported as they are; a name that is not a"
+    " legal partition is never acted on",
+)
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -778,6 +785,11 @@ def test_any_name_round_trips(raw: bytes, tmp_path: Path) -> None:
 # -- scale -------------------------------------------------------------------------------------
 
 
+@pytest.mark.fault(
+    "Bad input",
+    "A huge inventory: 5,000 partition directories in one log dir",
+    "Collected by one remote command per broker; every directory and file is listed",
+)
 def test_five_thousand_partitions_in_one_command(tmp_path: Path) -> None:
     make_root_files(tmp_path)
     expected = set()
@@ -1026,6 +1038,11 @@ def test_classify_metadata_names_hostile_paths_printably() -> None:
     assert finding.problem.isprintable()
 
 
+@pytest.mark.fault(
+    "Bad input",
+    "partition.metadata with any content, truncated or binary (fuzzed)",
+    "Classified by Kafka's own acceptance rules (METADATA_CORRUPT with the reason), never a crash",
+)
 @settings(max_examples=200, deadline=None)
 @given(content=st.binary(max_size=200), truncated=st.booleans())
 def test_classify_any_content(content: bytes, truncated: bool) -> None:

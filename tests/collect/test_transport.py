@@ -62,13 +62,24 @@ def test_ssh_runs_commands_on_a_verified_host(ssh_host: tuple[Path, BrokerInfo])
     assert transport.description == f"root@{ssh_host[1].host}:{ssh_host[1].ssh_port}"
 
 
+@pytest.mark.fault(
+    "Security",
+    "A broker whose SSH host key is not in known_hosts",
+    "Refused with a host-key error before any command runs; known_hosts is left as it was",
+)
 def test_ssh_refuses_an_unknown_host_key(ssh_host: tuple[Path, BrokerInfo], tmp_path: Path) -> None:
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     with pytest.raises(HostKeyError, match="not in"):
         SshTransport(settings(*ssh_host, known_hosts=empty)).run("true", timeout=10)
+    assert empty.read_text() == ""
 
 
+@pytest.mark.fault(
+    "Security",
+    "A broker whose SSH host key changed since known_hosts was written",
+    "Refused with a host-key error saying the key CHANGED; known_hosts is left as it was",
+)
 def test_ssh_refuses_a_changed_host_key(ssh_host: tuple[Path, BrokerInfo], tmp_path: Path) -> None:
     directory, broker = ssh_host
     other = tmp_path / "other_ed25519"
@@ -78,6 +89,7 @@ def test_ssh_refuses_a_changed_host_key(ssh_host: tuple[Path, BrokerInfo], tmp_p
     changed.write_text(f"[{broker.host}]:{broker.ssh_port} {key_type} {key}\n")
     with pytest.raises(HostKeyError, match="CHANGED"):
         SshTransport(settings(directory, broker, known_hosts=changed)).run("true", timeout=10)
+    assert changed.read_text() == f"[{broker.host}]:{broker.ssh_port} {key_type} {key}\n"
 
 
 def test_ssh_needs_a_known_hosts_file(ssh_host: tuple[Path, BrokerInfo], tmp_path: Path) -> None:
@@ -93,6 +105,11 @@ def test_ssh_to_a_closed_port_is_a_transport_error(ssh_host: tuple[Path, BrokerI
         )
 
 
+@pytest.mark.fault(
+    "Security",
+    "An SSH key passphrase in cluster.yaml",
+    "Never shown: not in the transport's description, its errors or the settings' repr",
+)
 def test_ssh_passphrase_never_appears_in_descriptions_or_errors(
     ssh_host: tuple[Path, BrokerInfo], tmp_path: Path
 ) -> None:

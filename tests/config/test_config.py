@@ -865,6 +865,13 @@ RULES = [
 ]
 
 
+@pytest.mark.fault(
+    "Bad input",
+    "cluster.yaml with a hostile or malformed value in a field (shell metacharacters or a "
+    "newline in a host or a service command, a relative log dir, a wrong type)",
+    "Refused when loaded, before anything is contacted: one line per problem naming the file, "
+    "the field and what was expected",
+)
 @pytest.mark.parametrize(("path", "value", "field", "expected"), RULES)
 def test_each_rule_names_its_field(
     path: tuple[str | int, ...], value: object, field: str, expected: str
@@ -1184,6 +1191,11 @@ def test_hostile_strings_in_every_string_field(path: tuple[str | int, ...], text
             result.service_command("status", broker)
 
 
+@pytest.mark.fault(
+    "Bad input",
+    "cluster.yaml that is not YAML or holds arbitrary bytes (fuzzed)",
+    "A configuration error naming the file; never another exception",
+)
 @QUICK
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_in_the_file_raise_only_config_error(tmp_path: Path, data: bytes) -> None:

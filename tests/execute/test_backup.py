@@ -130,6 +130,12 @@ def test_round_trip_backs_up_deletes_and_restores_exactly_the_files(
     assert not Path(absent).exists()
 
 
+@pytest.mark.fault(
+    "Security",
+    "Hostile file names in a backup, delete and restore",
+    "Every name is quoted and passed after `--`: exactly those files are archived, deleted and "
+    "restored",
+)
 def test_hostile_names_survive_backup_delete_and_restore(
     tmp_path: Path, transport: LocalTransport, pwned: Path
 ) -> None:
@@ -231,6 +237,12 @@ def test_an_edited_manifest_fails_verification(
         verify_backup(transport, backup)
 
 
+@pytest.mark.fault(
+    "Security",
+    "A backup archive or manifest readable by others",
+    "Archives and manifests are written 0600 (umask 077); one with another mode fails "
+    "verification and blocks the delete",
+)
 @pytest.mark.parametrize("which", ["archive", "manifest"])
 def test_a_readable_archive_or_manifest_fails_verification(
     made: tuple[Backup, list[str]], transport: LocalTransport, which: str
@@ -389,6 +401,11 @@ def test_accepted_member_names_are_allowed_relative_and_have_no_dotdot(
             assert ".." not in name.split("/")
 
 
+@pytest.mark.fault(
+    "Security",
+    "A rollback archive holding an absolute path, `..` or a member outside its manifest",
+    "Refused before anything is written",
+)
 @pytest.mark.parametrize(
     ("planted", "reason"),
     [

@@ -10,6 +10,7 @@ full ISR and ZooKeeper's id in every file.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -17,11 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
+from kazoo.client import KazooClient
+from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from remediate.errors import SandboxError
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.sandbox import admin, cluster, process
 from remediate.sandbox.reproduce import wait_for
+from tests.execute.sandbox_tools import run_cli
 from tests.faults.apply_lab import (
     AREA,
     FOREIGN,
@@ -446,3 +451,117 @@ def test_a_dropped_ssh_connection_during_a_step(ssh_lab: ApplyLab) -> None:
         assert run.exit_code == 5, run.stderr[-3000:]
         assert run.events("run-halted")
         assert_resumed_to_the_end(lab, run)
+
+
+# -- input and secrets, on the same sandbox ------------------------------------------------------
+
+
+@pytest.mark.fault(
+    "Bad input",
+    "A topic named like a shell option (`-rf`), its replica out of step",
+    "Repaired like any other: every path is quoted and passed after `--`, the backup holds"
+    " exactly its files, and nothing else on the broker changes",
+)
+def test_a_topic_named_like_a_shell_option_is_repaired(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    topic = "-rf"
+    admin.create_topic(lab.zk, topic, 1, 3, config={"min.insync.replicas": "2"})
+    target = one_broker(lab)
+    log_dirs = [Path(d) for d in lab.state.broker(target).log_dirs]
+
+    def replica_file() -> Path | None:
+        found = [d / f"{topic}-0" / PARTITION_METADATA for d in log_dirs]
+        return next((p for p in found if p.exists()), None)
+
+    wait_for(lambda: replica_file() is not None, "the replica's partition.metadata", 60)
+    path = replica_file()
+    assert path is not None
+    others = {p: p.read_bytes() for d in log_dirs for p in d.rglob("*") if p.is_file()}
+    path.write_bytes(encode_partition_metadata(FOREIGN))
+    plan_path = lab.directory / "plan-rf.json"
+    planned = run_cli(
+        "plan", "-c", str(lab.config), "--playbook", str(lab.playbook), "-o", str(plan_path)
+    )
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    plan = json.loads(plan_path.read_text())
+    (step,) = plan["steps"]
+    assert step["broker"] == target and step["partitions"] == [f"{topic}-0"]
+    planted = lab.snapshot_files(plan)
+    run = lab.finish(lab.start_apply((plan_path, plan)))
+    assert run.exit_code == 0, run.stderr[-3000:]
+    assert sorted(lab.backed_up(run.run_id)) == sorted(step["files"])
+    lab.assert_nothing_deleted_without_backup(plan, run.run_id, planted)
+    zk_id = str(admin.read_topic(lab.zk, topic)[0].topic_id)
+    assert zk_id.encode() in path.read_bytes()
+    untouched = {p for p in others if f"/{topic}-0/" not in str(p)}
+    changed = {p for p in untouched if p.exists() and p.read_bytes() != others[p]}
+    # The broker rewrites its own checkpoints on restart; no partition's files move.
+    assert all(p.parent in {Path(d) for d in log_dirs} for p in changed), changed
+    lab.plans.clear()
+
+
+SECRET = "zk-Secret-Sentinel-7f3a"
+
+
+@pytest.mark.fault(
+    "Security",
+    "ZooKeeper digest auth, with the cluster's lock znodes under a digest ACL; a password"
+    " in cluster.yaml",
+    "With the credentials the repair runs; without them the run is refused at the lock;"
+    " the password appears in no output, log, journal or report",
+)
+def test_digest_auth_against_acls_and_no_secret_anywhere(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    settings = lab.settings
+    settings["zookeeper"]["auth"] = {
+        "scheme": "digest",
+        "username": "remediate",
+        "password": SECRET,
+    }
+    authed = lab.directory / "cluster-auth.yaml"
+    authed.write_text(yaml.safe_dump(settings, sort_keys=False))
+    locks = f"/remediate/locks/{settings['cluster']}"
+    lab.zk.ensure_path(locks)
+    acl = [make_digest_acl("remediate", SECRET, all=True)]
+    admin_zk = KazooClient(lab.state.zk_connect, auth_data=[("digest", f"remediate:{SECRET}")])
+    admin_zk.start(timeout=15)
+    try:
+        for path in ("/remediate", "/remediate/locks", locks):
+            lab.zk.set_acls(path, acl)
+        target = one_broker(lab)
+        lab.plant([target])
+        plan_path = lab.directory / "plan-auth.json"
+        outputs = []
+        planned = run_cli(
+            "plan", "-c", str(authed), "--playbook", str(lab.playbook), "-o", str(plan_path)
+        )
+        outputs += [planned.stdout, planned.stderr]
+        assert planned.returncode == 0, planned.stderr[-3000:]
+        plan = json.loads(plan_path.read_text())
+
+        refused = lab.finish(lab.start_apply((plan_path, plan)))
+        outputs += [refused.stdout, refused.stderr]
+        assert refused.exit_code != 0
+        assert "lock" in refused.stderr.lower() or "auth" in refused.stderr.lower()
+        assert lab.healthy() is not None, "the unauthenticated run changed something"
+
+        run = lab.finish(lab.start_apply((plan_path, plan), config=authed))
+        outputs += [run.stdout, run.stderr]
+        assert run.exit_code == 0, run.stderr[-3000:]
+        for command in (["check", "--json"], ["status", "--json"], ["scan", "--json"]):
+            shown = run_cli(command[0], "-c", str(authed), *command[1:])
+            outputs += [shown.stdout, shown.stderr]
+        assert not [o for o in outputs if SECRET in o]
+        written = [
+            p
+            for root in (lab.journal_dir, lab.backup_dir)
+            for p in root.rglob("*")
+            if p.is_file() and SECRET.encode() in p.read_bytes()
+        ]
+        assert written == []
+    finally:
+        for path in ("/remediate", "/remediate/locks", locks):
+            admin_zk.set_acls(path, OPEN_ACL_UNSAFE)
+        admin_zk.stop()
+        admin_zk.close()
+    lab.plans.clear()

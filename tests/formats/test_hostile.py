@@ -149,6 +149,11 @@ def check(parser: Callable[[Any], object], data: Any) -> None:
     assert result is not None
 
 
+@pytest.mark.fault(
+    "Bad input",
+    "Znode data and checkpoint files with arbitrary bytes (fuzzed)",
+    "A typed format error naming the znode or file and the field; never another exception",
+)
 @pytest.mark.parametrize("name", sorted(BYTE_PARSERS))
 @QUICK
 @given(data=hostile_bytes)
