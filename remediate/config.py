@@ -10,7 +10,9 @@ indexes and what was expected there:
 
 Local files (ssh keys, known_hosts, TLS files, password files, the journal) are resolved against
 the directory that holds cluster.yaml, after `~` is expanded. Paths on the brokers (log dirs,
-server.properties, the backup dir) must be absolute. Secrets (the ZooKeeper password and the ssh
+server.properties, the backup dir) must be absolute, except on brokers with transport local,
+which are this machine: there a relative one is taken from cluster.yaml's directory too (for
+`backup_dir`, when every broker is local). Secrets (the ZooKeeper password and the ssh
 key passphrase) are read from the environment or a file at load time and kept as `SecretStr`:
 neither repr(), str(), model_dump() nor model_dump_json() of the configuration shows them, and no
 error message prints them.
@@ -343,12 +345,13 @@ def _env_name(value: object) -> str:
 
 
 def _remote_path(value: object) -> PurePosixPath:
-    """An absolute path on a broker."""
+    """A path on a broker: absolute, or relative for brokers this machine reaches with
+    transport local (`_broker_path` resolves those against cluster.yaml's directory)."""
     if isinstance(value, PurePosixPath):  # a default
         return value
     expected = "an absolute path"
     text = _string(value, expected)
-    if not text.startswith("/"):
+    if text.strip() == "":
         _fail(expected, _show(text))
     if _CONTROL.search(text):
         _fail(expected + " without control characters", _show(text))
@@ -358,6 +361,22 @@ def _remote_path(value: object) -> PurePosixPath:
     if path == PurePosixPath("/"):
         _fail(expected + " other than '/'", _show(text))
     return path
+
+
+RELATIVE_ON_LOCAL = "an absolute path (a relative one only on a broker with transport local)"
+RELATIVE_ALL_LOCAL = "an absolute path (a relative one only when every broker has transport local)"
+
+
+def _broker_path(
+    path: PurePosixPath, local: bool, base_dir: Path, at: Loc, expected: str = RELATIVE_ON_LOCAL
+) -> PurePosixPath:
+    """`path` made absolute: a relative path on a local broker is a path on this machine, taken
+    from cluster.yaml's directory like every other local path; on an ssh broker it is an error."""
+    if path.is_absolute():
+        return path
+    if not local:
+        _fail(expected, _show(str(path)), at=at)
+    return PurePosixPath(base_dir / path)
 
 
 def _local_path(value: object, info: ValidationInfo) -> Path:
@@ -667,6 +686,21 @@ class ZooKeeperConfig(_Model):
         return _split_connect(self.connect).servers
 
 
+def _distinct_log_dirs(value: tuple[PurePosixPath, ...], at: Loc = ()) -> tuple[PurePosixPath, ...]:
+    if not value:
+        _fail("at least one log directory", "an empty list", at=at)
+    first: dict[PurePosixPath, int] = {}
+    problems: list[_Item] = []
+    for index, path in enumerate(value):
+        if path in first:
+            expected = f"a log directory not listed before (log_dirs[{first[path]}])"
+            problems.append(((*at, index), expected, _show(str(path))))
+        first.setdefault(path, index)
+    if problems:
+        raise _problems(problems)
+    return value
+
+
 class BrokerConfig(_Model):
     """One broker: how to reach it, and where its log dirs are (listed, or read from its
     server.properties). ssh_port, ssh_user and sudo override the ssh section's defaults."""
@@ -685,30 +719,38 @@ class BrokerConfig(_Model):
     def _distinct_log_dirs(
         cls, value: tuple[PurePosixPath, ...] | None
     ) -> tuple[PurePosixPath, ...] | None:
-        if value is None:
-            return None
-        if not value:
-            _fail("at least one log directory", "an empty list")
-        first: dict[PurePosixPath, int] = {}
-        problems: list[_Item] = []
-        for index, path in enumerate(value):
-            if path in first:
-                expected = f"a log directory not listed before (log_dirs[{first[path]}])"
-                problems.append(((index,), expected, _show(str(path))))
-            first.setdefault(path, index)
-        if problems:
-            raise _problems(problems)
-        return value
+        return None if value is None else _distinct_log_dirs(value)
 
     @model_validator(mode="after")
-    def _shape(self) -> BrokerConfig:
+    def _shape(self, info: ValidationInfo) -> BrokerConfig:
         if (self.log_dirs is None) == (self.server_properties is None):
             got = "neither" if self.log_dirs is None else "both"
             _fail("exactly one of log_dirs, server_properties", got)
-        if self.transport == "local":
+        local = self.transport == "local"
+        if local:
             for name in ("ssh_port", "ssh_user"):
                 if getattr(self, name) is not None:
                     _fail(f"no {name} on a broker with transport local", at=(name,))
+        base_dir = _context(info).base_dir
+        if self.log_dirs is not None:
+            resolved: list[PurePosixPath] = []
+            problems: list[_Item] = []
+            for index, path in enumerate(self.log_dirs):
+                try:
+                    resolved.append(_broker_path(path, local, base_dir, ("log_dirs", index)))
+                except PydanticCustomError as exc:
+                    problems.extend(exc.context["problems"] if exc.context else [])
+            if problems:
+                raise _problems(problems)
+            object.__setattr__(
+                self, "log_dirs", _distinct_log_dirs(tuple(resolved), at=("log_dirs",))
+            )
+        if self.server_properties is not None:
+            object.__setattr__(
+                self,
+                "server_properties",
+                _broker_path(self.server_properties, local, base_dir, ("server_properties",)),
+            )
         return self
 
 
@@ -802,6 +844,7 @@ class ClusterConfig(_Model):
     spark: SparkConfig = Field(default_factory=SparkConfig)
 
     _source: str = PrivateAttr(default="cluster.yaml")
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
 
     @field_validator("brokers")
     @classmethod
@@ -820,8 +863,18 @@ class ClusterConfig(_Model):
         return value
 
     @model_validator(mode="after")
+    def _backup_dir_rule(self, info: ValidationInfo) -> ClusterConfig:
+        local = all(broker.transport == "local" for broker in self.brokers)
+        path = _broker_path(
+            self.backup_dir, local, _context(info).base_dir, ("backup_dir",), RELATIVE_ALL_LOCAL
+        )
+        object.__setattr__(self, "backup_dir", path)
+        return self
+
+    @model_validator(mode="after")
     def _ssh_rules(self, info: ValidationInfo) -> ClusterConfig:
         self._source = _context(info).source
+        self._base_dir = _context(info).base_dir
         ssh_brokers = [
             (index, broker)
             for index, broker in enumerate(self.brokers)
@@ -849,6 +902,12 @@ class ClusterConfig(_Model):
     def source(self) -> str:
         """The file this configuration was read from (as given to the loader)."""
         return self._source
+
+    @property
+    def base_dir(self) -> Path:
+        """The directory relative local paths were taken from (cluster.yaml's); commands on
+        brokers with transport local run there."""
+        return self._base_dir
 
     @property
     def broker_ids(self) -> tuple[int, ...]:

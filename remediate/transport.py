@@ -8,6 +8,7 @@ connection.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,10 +37,12 @@ class _Remote(Remote):  # type: ignore[misc]  # fabric ships no type hints
 
 
 class LocalTransport:
-    """Commands run on this machine (the sandbox, or a tool running on the broker itself)."""
+    """Commands run on this machine (the sandbox, or a tool running on the broker itself), in
+    `cwd` when one is given (cluster.yaml's directory, so relative paths in its commands work)."""
 
-    def __init__(self, description: str = "local") -> None:
+    def __init__(self, description: str = "local", *, cwd: Path | None = None) -> None:
         self._description = description
+        self._cwd = cwd
         self._context = Context(
             InvokeConfig(overrides={"run": {"shell": SHELL}, "runners": {"local": _Local}})
         )
@@ -49,6 +52,8 @@ class LocalTransport:
         return self._description
 
     def run(self, command: str, *, timeout: float) -> CommandResult:
+        if self._cwd is not None:
+            command = f"cd -- {shlex.quote(str(self._cwd))} && {command}"
         try:
             result = self._context.run(
                 command, hide=True, warn=True, in_stream=False, timeout=timeout

@@ -57,7 +57,7 @@ def zk_settings(config: ClusterConfig) -> ZkSettings:
 
 def transport_for(config: ClusterConfig, broker: BrokerConfig) -> Transport:
     if broker.transport == "local":
-        return LocalTransport(f"local (broker {broker.id})")
+        return LocalTransport(f"local (broker {broker.id})", cwd=config.base_dir)
     target = config.ssh_target(broker.id)
     return SshTransport(
         SshSettings(

@@ -27,6 +27,16 @@ def test_local_transport_times_out() -> None:
         LocalTransport().run("sleep 5", timeout=0.5)
 
 
+def test_local_transport_runs_in_its_directory_whatever_its_name(tmp_path: Path) -> None:
+    directory = tmp_path / "lab $(touch pwned) 'x' -y"
+    directory.mkdir()
+    (directory / "marker").write_text("here\n")
+    result = LocalTransport(cwd=directory).run("cat marker && pwd", timeout=10)
+    assert result.ok, result.stderr
+    assert result.stdout.splitlines() == ["here", str(directory)]
+    assert not (directory / "pwned").exists() and not (tmp_path / "pwned").exists()
+
+
 @pytest.fixture(scope="module")
 def ssh_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, BrokerInfo]]:
     """One real sshd on 127.0.0.21, with the sandbox's generated keys."""

@@ -94,6 +94,9 @@ FULL: dict[str, Any] = {
     },
 }
 
+RELATIVE_ON_SSH = "an absolute path (a relative one only on a broker with transport local)"
+RELATIVE_WITH_SSH = "an absolute path (a relative one only when every broker has transport local)"
+
 MINIMAL: dict[str, Any] = {
     "cluster": "c",
     "zookeeper": {"connect": "zk:2181"},
@@ -738,7 +741,8 @@ RULES = [
     rule("broker-host-shell", "brokers[0].host", "k1;reboot", "a host name"),
     rule("broker-host-ipv6-scope-shell", "brokers[0].host", "fe80::1%$(x)", "a host name"),
     rule("broker-transport", "brokers[0].transport", "rsh", "'ssh' or 'local'"),
-    rule("log-dir-relative", "brokers[1].log_dirs[0]", "data", "an absolute path"),
+    rule("log-dir-relative", "brokers[1].log_dirs[0]", "data", RELATIVE_ON_SSH),
+    rule("log-dir-blank", "brokers[2].server_properties", " ", "an absolute path"),
     rule("log-dirs-empty", "brokers[1].log_dirs", [], "at least one log directory"),
     rule("log-dirs-string", "brokers[1].log_dirs", "/data/a", "a list"),
     rule(
@@ -765,12 +769,6 @@ RULES = [
         DELETE,
         ONE_LOG_DIR_SOURCE,
         field="brokers[0]",
-    ),
-    rule(
-        "server-properties-relative",
-        "brokers[2].server_properties",
-        "server.properties",
-        "an absolute path",
     ),
     rule(
         "ssh-port-on-local-broker",
@@ -839,7 +837,7 @@ RULES = [
     rule("service-not-string", "service.stop", ["systemctl", "stop"], "a command template"),
     rule("min-isr-zero", "min_insync_replicas_default", 0, "an integer from 1 to 2147483647"),
     rule("min-isr-string", "min_insync_replicas_default", "2", "an integer from 1"),
-    rule("backup-dir-relative", "backup_dir", "backups", "an absolute path"),
+    rule("backup-dir-relative", "backup_dir", "backups", RELATIVE_WITH_SSH),
     rule("journal-dir-empty", "journal_dir", "", "a path"),
     rule("journal-dir-not-string", "journal_dir", None, "a path"),
     rule("spark-master-unknown", "spark.master", "mesos://m:5050", "a Spark master"),
@@ -881,13 +879,10 @@ def test_each_rule_names_its_field(
 
 def test_the_documented_message_for_a_relative_log_dir() -> None:
     error = problems_of(changed(FULL, ("brokers", 1, "log_dirs", 0), "data"))
-    assert (
-        str(error) == "cluster.yaml: brokers[1].log_dirs[0]: expected an absolute path, got 'data'"
-    )
+    expected = f"cluster.yaml: brokers[1].log_dirs[0]: expected {RELATIVE_ON_SSH}, got 'data'"
+    assert str(error) == expected
     assert error.source == SOURCE
-    assert error.problems == (
-        ConfigProblem("brokers[1].log_dirs[0]", "an absolute path", "'data'"),
-    )
+    assert error.problems == (ConfigProblem("brokers[1].log_dirs[0]", RELATIVE_ON_SSH, "'data'"),)
 
 
 def test_a_non_string_key_is_named() -> None:
@@ -960,7 +955,7 @@ def test_all_problems_are_reported_together_one_line_each() -> None:
 
 def test_many_problems_are_capped_in_the_message() -> None:
     count = MAX_REPORTED_PROBLEMS + 7
-    document = changed(FULL, ("brokers", 1, "log_dirs"), ["rel"] * count)
+    document = changed(FULL, ("brokers", 1, "log_dirs"), [f"rel{n}" for n in range(count)])
     error = problems_of(document)
     assert len(error.problems) == count
     lines = str(error).splitlines()
@@ -1048,7 +1043,49 @@ def test_a_relative_path_is_named_as_given(tmp_path: Path, monkeypatch: pytest.M
         load_cluster_config(Path("cluster.yaml"), environ=ENV)
     assert (
         str(info.value)
-        == "cluster.yaml: brokers[1].log_dirs[0]: expected an absolute path, got 'data'"
+        == f"cluster.yaml: brokers[1].log_dirs[0]: expected {RELATIVE_ON_SSH}, got 'data'"
+    )
+
+
+def test_relative_paths_on_local_brokers_are_taken_from_the_files_directory(
+    tmp_path: Path,
+) -> None:
+    document = copy.deepcopy(MINIMAL)
+    document["brokers"] = [
+        {"id": 1, "host": "b1", "transport": "local", "log_dirs": ["data/kafka-1", "./x"]},
+        {"id": 2, "host": "b2", "transport": "local", "server_properties": "etc/k.properties"},
+    ]
+    document["backup_dir"] = "backups"
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    write(lab / "cluster.yaml", document)
+    config = load_cluster_config(lab / "cluster.yaml")
+    assert config.brokers[0].log_dirs == (
+        PurePosixPath(lab / "data/kafka-1"),
+        PurePosixPath(lab / "x"),
+    )
+    assert config.brokers[1].server_properties == PurePosixPath(lab / "etc/k.properties")
+    assert config.backup_dir == PurePosixPath(lab / "backups")
+    assert config.base_dir == lab
+
+
+def test_a_relative_and_an_absolute_log_dir_that_are_the_same_are_one_too_many(
+    tmp_path: Path,
+) -> None:
+    document = copy.deepcopy(MINIMAL)
+    document["brokers"][0]["log_dirs"] = ["d", str(tmp_path / "d")]
+    write(tmp_path / "cluster.yaml", document)
+    with pytest.raises(ClusterConfigError) as info:
+        load_cluster_config(tmp_path / "cluster.yaml")
+    assert info.value.problems[0].field == "brokers[0].log_dirs[1]"
+    assert "not listed before (log_dirs[0])" in info.value.problems[0].expected
+
+
+def test_a_relative_backup_dir_with_one_ssh_broker_is_refused() -> None:
+    document = changed(SANDBOX_LOCAL, ("backup_dir",), "backups")
+    assert parse(document).backup_dir.is_absolute()
+    expect_problem(
+        changed(sandbox_ssh(), ("backup_dir",), "backups"), "backup_dir", RELATIVE_WITH_SSH
     )
 
 
