@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from kazoo.client import KazooClient
 
+from remediate.errors import SandboxError
 from remediate.execute.failpoints import ENV as FAILPOINTS
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
@@ -187,7 +188,16 @@ class ApplyLab:
         return f"files without ZooKeeper's id {zk_id}: {wrong}" if wrong else None
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
-        wait_for(lambda: self.healthy() is None, "the topic to be healthy", timeout=timeout)
+        reasons: list[str | None] = [None]
+
+        def healthy() -> bool:
+            reasons[0] = self.healthy()
+            return reasons[0] is None
+
+        try:
+            wait_for(healthy, "the topic to be healthy", timeout=timeout)
+        except SandboxError as exc:
+            raise SandboxError(f"{exc}; last seen: {reasons[0]}") from None
 
     def produce(self, count: int = 9) -> None:
         report = client.produce(self.zk, TOPIC, count=count, key_prefix="fault", retries=20)
