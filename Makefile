@@ -9,7 +9,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= .sandbox/demo
 # busybox, gawk and original-awk let the tests run the broker inventory under several awks.
 # chromium and chromium-driver render the run report in a headless browser in its test.
-APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk chromium chromium-driver
+# docker-compose (Debian's, no engine needed) validates docker-compose.yml; shellcheck, lab/.
+APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk chromium chromium-driver \
+	docker-compose shellcheck
 
 .PHONY: help setup system venv lint typecheck unit test fault-table demo bench clean
 
@@ -46,6 +48,8 @@ LINT_PATHS := remediate tests $(wildcard bench)
 lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
+	shellcheck lab/*.sh
+	docker-compose -f docker-compose.yml config -q
 
 typecheck: venv
 	$(BIN)/mypy
