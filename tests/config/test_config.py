@@ -35,6 +35,15 @@ BASE = Path("/srv/remediate")
 SENTINEL = "s3cr3t-SENTINEL-do-not-print"
 ENV = {"ZK_PASSWORD": SENTINEL + "-zk", "SSH_KEY_PASSPHRASE": SENTINEL + "-ssh"}
 DELETE = object()
+# One row of the README's fault table, proved by the field rules and by the fuzzed file.
+MALFORMED_CLUSTER_YAML = pytest.mark.fault(
+    "Bad input",
+    "cluster.yaml that is malformed or hostile: not YAML, arbitrary bytes (fuzzed), an unknown"
+    " key, a wrong type, a relative log dir, shell metacharacters or a newline in a host or a"
+    " service command",
+    "Refused when loaded, before anything is contacted: one line per problem naming the file,"
+    " the field and what was expected; never another exception",
+)
 
 QUICK = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -863,13 +872,7 @@ RULES = [
 ]
 
 
-@pytest.mark.fault(
-    "Bad input",
-    "cluster.yaml with a hostile or malformed value in a field (shell metacharacters or a "
-    "newline in a host or a service command, a relative log dir, a wrong type)",
-    "Refused when loaded, before anything is contacted: one line per problem naming the file, "
-    "the field and what was expected",
-)
+@MALFORMED_CLUSTER_YAML
 @pytest.mark.parametrize(("path", "value", "field", "expected"), RULES)
 def test_each_rule_names_its_field(
     path: tuple[str | int, ...], value: object, field: str, expected: str
@@ -1228,11 +1231,7 @@ def test_hostile_strings_in_every_string_field(path: tuple[str | int, ...], text
             result.service_command("status", broker)
 
 
-@pytest.mark.fault(
-    "Bad input",
-    "cluster.yaml that is not YAML or holds arbitrary bytes (fuzzed)",
-    "A configuration error naming the file; never another exception",
-)
+@MALFORMED_CLUSTER_YAML
 @QUICK
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_in_the_file_raise_only_config_error(tmp_path: Path, data: bytes) -> None:

@@ -1,12 +1,15 @@
-"""Malformed and hostile playbooks: refused when loaded, with the file and the field named.
+"""Malformed and hostile playbooks and configurations: refused, with the file and field named.
 
 A playbook is free to be wrong; nothing in one may run as free text, and a bad one must be
-refused before it can shape a plan (cluster.yaml, broker files and directory names have their
-own suites: tests/config, tests/formats, tests/collect).
+refused before it can shape a plan. Every command refuses a bad cluster.yaml or playbook before
+it contacts ZooKeeper or a broker and before it writes anything (cluster.yaml's rules, broker
+files and directory names have their own suites: tests/config, tests/formats, tests/collect).
 """
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +20,21 @@ from hypothesis import strategies as st
 
 from remediate.errors import ConfigError
 from remediate.playbook import load_playbook, parse_playbook
+from tests.execute.sandbox_tools import run_cli
 
 AREA = "Bad input"
 SHIPPED = Path(__file__).resolve().parents[2] / "playbooks" / "topicid-mismatch.yaml"
+
+
+# One row of the README's fault table, proved by the field rules and the file checks.
+MALFORMED_PLAYBOOK = pytest.mark.fault(
+    AREA,
+    "A malformed or hostile playbook: not YAML, not a mapping, named differently from its"
+    " file, a step outside the vocabulary, a file or scope it may not name, a negative timer,"
+    " an unknown field",
+    "Refused when loaded: the error names the playbook file, the field and what was expected;"
+    " nothing in a playbook runs as free text",
+)
 
 
 def shipped() -> dict[str, Any]:
@@ -27,13 +42,7 @@ def shipped() -> dict[str, Any]:
     return loaded
 
 
-@pytest.mark.fault(
-    AREA,
-    "A playbook with a step outside the vocabulary, a file or scope it may not name, a"
-    " negative timer or an unknown field",
-    "Refused when loaded: the error names the playbook file, the field and what was expected;"
-    " nothing in a playbook runs as free text",
-)
+@MALFORMED_PLAYBOOK
 @pytest.mark.parametrize(
     ("change", "field", "expected"),
     [
@@ -59,11 +68,7 @@ def test_a_bad_playbook_is_refused_naming_file_and_field(
     assert expected.replace(">= 0", "greater than or equal to 0") in message or expected in message
 
 
-@pytest.mark.fault(
-    AREA,
-    "A playbook file that is not YAML, not a mapping, or named differently from its file",
-    "Refused with the file's path and the reason; no plan is made from it",
-)
+@MALFORMED_PLAYBOOK
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -120,3 +125,141 @@ def _error_of(document: object) -> str | None:
     except ConfigError as exc:
         return str(exc).split(": ", 1)[0]
     return None
+
+
+# -- the command line: refused before anything is contacted or written ---------------------------
+
+
+@pytest.fixture
+def listeners() -> Iterator[dict[str, socket.socket]]:
+    """A ZooKeeper port and an SSH port that listen and remember any connection made to them."""
+    opened = {}
+    for name in ("zookeeper", "ssh"):
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        listener.setblocking(False)
+        opened[name] = listener
+    yield opened
+    for listener in opened.values():
+        listener.close()
+
+
+def connections(listener: socket.socket) -> int:
+    count = 0
+    while True:
+        try:
+            accepted, _ = listener.accept()
+        except BlockingIOError:
+            return count
+        accepted.close()
+        count += 1
+
+
+def cluster_yaml(directory: Path, listeners: dict[str, socket.socket]) -> dict[str, Any]:
+    """A valid configuration whose ZooKeeper and broker are the listeners."""
+    for name in ("id_ed25519", "known_hosts"):
+        (directory / name).write_text("")
+    return {
+        "cluster": "bad-input",
+        "zookeeper": {
+            "connect": f"127.0.0.1:{listeners['zookeeper'].getsockname()[1]}",
+            "session_timeout_s": 4,
+        },
+        "brokers": [
+            {
+                "id": 1,
+                "host": "127.0.0.1",
+                "ssh_port": listeners["ssh"].getsockname()[1],
+                "log_dirs": ["/var/lib/kafka/data"],
+            }
+        ],
+        "ssh": {"user": "root", "key_file": "id_ed25519", "known_hosts": "known_hosts"},
+        "service": {"stop": "systemctl stop kafka", "start": "systemctl start kafka"},
+        "journal_dir": "journal",
+        "backup_dir": str(directory / "backups"),
+    }
+
+
+HOSTILE_CONFIG = [
+    (("brokers", 0, "host"), "kafka1;reboot", "cluster.yaml: brokers[0].host: expected a host"),
+    (
+        ("brokers", 0, "logdirs"),
+        ["/x"],
+        "cluster.yaml: brokers[0].logdirs: expected a known key (did you mean 'log_dirs'?)",
+    ),
+    (
+        ("service", "start"),
+        "systemctl start kafka\nreboot",
+        "cluster.yaml: service.start: expected a single-line command",
+    ),
+]
+
+
+# The same row for both tests below: the first one found names it.
+CLI_REFUSES = pytest.mark.fault(
+    AREA,
+    "A malformed or hostile cluster.yaml or playbook handed to scan, check, plan, apply,"
+    " fix --yes, resume or rollback",
+    "Exit 3 with every problem on stderr (file, field, what was expected) and nothing on"
+    " stdout; no connection is made to ZooKeeper or any broker, and no plan, journal, lock or"
+    " backup is written",
+)
+
+
+@CLI_REFUSES
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["scan", "--json"],
+        ["check"],
+        ["plan", "-o", "plan.json"],
+        ["apply", "--plan", "plan.json", "--approve", "0" * 64, "--json"],
+        ["fix", "--yes", "--json"],
+        ["resume"],
+        ["rollback", "--run", "20260101T000000Z-0000"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_the_cli_refuses_bad_input_before_contacting_anything(
+    tmp_path: Path, listeners: dict[str, socket.socket], command: list[str]
+) -> None:
+    document = cluster_yaml(tmp_path, listeners)
+    for path, value, _ in HOSTILE_CONFIG:
+        *parents, key = path
+        target: Any = document
+        for part in parents:
+            target = target[part]
+        target[key] = value
+    config = tmp_path / "cluster.yaml"
+    config.write_text(yaml.safe_dump(document))
+    (tmp_path / "plan.json").write_text("{}")
+    before = sorted(tmp_path.rglob("*"))
+
+    refused = run_cli(command[0], "-c", str(config), *command[1:])
+    assert refused.returncode == 3
+    assert refused.stdout == ""
+    for _, _, message in HOSTILE_CONFIG:
+        assert message.replace("cluster.yaml", str(config)) in refused.stderr
+    assert sorted(tmp_path.rglob("*")) == before
+    assert {name: connections(s) for name, s in listeners.items()} == {"zookeeper": 0, "ssh": 0}
+
+
+@CLI_REFUSES
+def test_the_cli_refuses_a_bad_playbook_before_contacting_anything(
+    tmp_path: Path, listeners: dict[str, socket.socket]
+) -> None:
+    config = tmp_path / "cluster.yaml"
+    config.write_text(yaml.safe_dump(cluster_yaml(tmp_path, listeners)))
+    playbook = tmp_path / "bad.yaml"
+    playbook.write_text(yaml.safe_dump({**shipped(), "name": "bad", "steps": ["stop", "rm -rf"]}))
+    before = sorted(tmp_path.rglob("*"))
+
+    refused = run_cli(
+        "plan", "-c", str(config), "--playbook", str(playbook), "-o", str(tmp_path / "plan.json")
+    )
+    assert refused.returncode == 3
+    assert f"{playbook}: steps.1.verb: " in refused.stderr
+    assert "'gate', 'stop', 'backup'" in refused.stderr
+    assert sorted(tmp_path.rglob("*")) == before
+    assert {name: connections(s) for name, s in listeners.items()} == {"zookeeper": 0, "ssh": 0}

@@ -218,12 +218,6 @@ def test_ssh_transport_gives_the_same_findings(
         incident.close()
 
 
-@pytest.mark.fault(
-    "Security",
-    "`$(touch …)`, backticks and `;` planted in directory names on brokers reached over SSH",
-    "The scan reports the directories; the planted command never runs (its marker file never "
-    "appears)",
-)
 def test_hostile_and_broken_things_are_reported_and_never_executed(
     spark: Any, sandbox_dir: Path, tmp_path: Path
 ) -> None:
