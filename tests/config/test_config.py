@@ -39,8 +39,8 @@ DELETE = object()
 MALFORMED_CLUSTER_YAML = pytest.mark.fault(
     "Bad input",
     "cluster.yaml that is malformed or hostile: not YAML, arbitrary bytes (fuzzed), an unknown"
-    " key, a wrong type, a relative log dir, shell metacharacters or a newline in a host or a"
-    " service command",
+    " key, a wrong type, a relative log dir on an ssh broker, shell metacharacters or a newline in"
+    " a host or a service command",
     "Refused when loaded, before anything is contacted: one line per problem naming the file,"
     " the field and what was expected; never another exception",
 )

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from remediate.errors import SandboxError
 from remediate.execute.failpoints import ENV as FAILPOINTS
@@ -177,6 +178,12 @@ class ApplyLab:
 
     def healthy(self) -> str | None:
         """Why the topic is not healthy (every replica in ISR with ZooKeeper's id), or None."""
+        try:
+            return self._unhealthy()
+        except KazooException as exc:  # the test's own session, reconnecting after a fault
+            return f"ZooKeeper could not be read ({type(exc).__name__})"
+
+    def _unhealthy(self) -> str | None:
         registered = sorted(int(b) for b in self.zk.get_children("/brokers/ids"))
         if registered != [1, 2, 3]:
             return f"registered brokers {registered}"
