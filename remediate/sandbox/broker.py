@@ -232,6 +232,8 @@ class Broker:
     def _on_zk_state(self, state: str) -> None:
         if state == KazooState.LOST:
             self._lost_session = True
+            if self.controller is not None:
+                self.controller.expire()  # queued ahead of anything the new session brings
             self._session_events.set()
         elif state == KazooState.CONNECTED and self._lost_session:
             self._session_events.set()

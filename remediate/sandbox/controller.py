@@ -151,6 +151,11 @@ class Controller:
         except queue.Empty:
             return {"error": wire.REQUEST_TIMED_OUT}
 
+    def expire(self) -> None:
+        """The ZooKeeper session expired: stop acting as controller at once (Kafka's Expire
+        event). A seat this broker held went with the session's ephemeral /controller."""
+        self._put("Expire")
+
     def reelect(self) -> None:
         """After a new ZooKeeper session: resign if needed and take part in election again."""
         self._put("Reelect")
@@ -180,8 +185,14 @@ class Controller:
                     event.reply.put({"error": wire.UNKNOWN_SERVER_ERROR})
 
     def _handle(self, event: Event) -> None:
-        if event.kind in ("ControllerChange", "Reelect"):
-            self._maybe_elect(force_resign=event.kind == "Reelect")
+        if event.kind == "Expire":
+            self._resign()
+            self.active_controller_id = -1
+        elif event.kind in ("ControllerChange", "Reelect"):
+            # Kafka's maybeResign + elect: resign only if /controller is no longer this broker,
+            # so a seat won in the new session (a ControllerChange can get there before the
+            # Reelect does) is kept, not given up with /controller still naming this broker.
+            self._maybe_elect()
         elif event.reply is not None and not self.active:
             event.reply.put({"error": wire.NOT_CONTROLLER})
         elif not self.active:
@@ -199,9 +210,7 @@ class Controller:
 
     # -- election -----------------------------------------------------------------------------
 
-    def _maybe_elect(self, *, force_resign: bool = False) -> None:
-        if force_resign:
-            self._resign()
+    def _maybe_elect(self) -> None:
         try:
             data, _ = self.zk.get(CONTROLLER)
             current = decode_controller(data).broker_id

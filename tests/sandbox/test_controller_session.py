@@ -1,0 +1,107 @@
+"""A controller whose ZooKeeper session expires, on a real ZooKeeper.
+
+When the controller's session expires, its /controller znode goes with it. On the new session
+the /controller watch fires (a ControllerChange) and the broker re-registers and asks for a new
+election (a Reelect), in either order. Whichever comes first may win the seat again; the other
+must keep it. A controller that gave up a seat /controller still names it would leave the
+cluster with no controller for good: no broker elects while /controller exists, and every
+partition whose leader failed stays offline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from remediate.formats.znodes import CONTROLLER, decode_controller
+from remediate.sandbox import process, zkserver
+from remediate.sandbox.broker import PERSISTENT_PATHS
+from remediate.sandbox.controller import Controller
+from tests.sandbox.helpers import wait_until
+
+
+@pytest.fixture
+def zk(tmp_path: Path) -> Iterator[KazooClient]:
+    port = zkserver.free_port()
+    zkserver.write_config(tmp_path, "127.0.0.1", port)
+    pid = zkserver.start(tmp_path, "127.0.0.1", port)
+    client = KazooClient(f"127.0.0.1:{port}")
+    client.start()
+    for path in PERSISTENT_PATHS:
+        client.ensure_path(path)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+        process.terminate(pid, "QuorumPeerMain", timeout=10)
+
+
+@pytest.fixture
+def controller(zk: KazooClient) -> Iterator[Controller]:
+    controller = Controller(
+        zk=zk,
+        broker_id=1,
+        uses_topic_ids=True,
+        unclean_leader_election=False,
+        broker_epoch=lambda: 1,
+    )
+    controller.start()
+    assert wait_until(lambda: controller.active, timeout=10)
+    yield controller
+    controller.shutdown()
+
+
+def seat(zk: KazooClient) -> int:
+    data, _ = zk.get(CONTROLLER)
+    return decode_controller(data).broker_id
+
+
+def settled(controller: Controller) -> bool:
+    """Every queued event handled (the last one taken has had time to finish)."""
+    if not controller.events.empty():
+        return False
+    time.sleep(0.5)
+    return controller.events.empty()
+
+
+def test_a_seat_won_again_before_the_reelect_is_kept(
+    zk: KazooClient, controller: Controller
+) -> None:
+    epoch = controller.context.epoch
+    controller.expire()
+    assert wait_until(lambda: not controller.active, timeout=10)
+    zk.delete(CONTROLLER)  # the expired session's ephemeral znode, gone with it
+    # The watch's ControllerChange comes first and wins the seat in the new session ...
+    assert wait_until(lambda: controller.active and controller.context.epoch > epoch, timeout=10)
+    # ... then the broker's Reelect arrives.
+    controller.reelect()
+    assert wait_until(lambda: settled(controller), timeout=10)
+    assert controller.active
+    assert seat(zk) == 1
+
+
+def test_a_reelect_first_wins_the_seat_and_the_watch_keeps_it(
+    zk: KazooClient, controller: Controller
+) -> None:
+    epoch = controller.context.epoch
+    controller.expire()
+    controller.reelect()  # queued before the watch learns that /controller is gone
+    zk.delete(CONTROLLER)
+    assert wait_until(lambda: controller.active and controller.context.epoch > epoch, timeout=10)
+    assert wait_until(lambda: settled(controller), timeout=10)
+    assert controller.active
+    assert seat(zk) == 1
+
+
+def test_an_expired_session_stops_the_controller_at_once(
+    zk: KazooClient, controller: Controller
+) -> None:
+    controller.expire()
+    assert wait_until(lambda: not controller.active, timeout=10)
+    assert controller.active_controller_id == -1
+    assert controller.channels == {}
