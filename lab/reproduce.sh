@@ -63,6 +63,9 @@ topic_id() { zk get "/brokers/topics/$topic" | json topic_id; }
 has_topic_id() { [ "$(topic_id)" != "(none)" ]; }
 controller() { zk get /controller | json brokerid; }
 isr() { zk get "/brokers/topics/$topic/partitions/$1/state" | json isr; }
+metadata_files() {  # $1 expected: the old partitions' files on the three brokers' data dirs
+  [ "$(find "$here/data" -path "*/$topic-[0-2]/partition.metadata" | wc -l)" -eq "$1" ]
+}
 
 produce() {  # $1 records, keyed 1..$1 so that they land on every partition
   seq 1 "$1" | sed 's/.*/&:value-&/' | kafka kafka-console-producer \
@@ -91,6 +94,13 @@ compose --profile legacy run --rm -T kafka-legacy kafka-topics --zookeeper zooke
   --create --topic "$topic" --partitions 3 --replication-factor 3 --config min.insync.replicas=2
 wait_for "the controller to give '$topic' a topic_id" has_topic_id
 echo "topic_id in ZooKeeper (assigned by the 2.8 controller): $(topic_id)"
+# A 2.8 broker writes partition.metadata only when a LeaderAndIsr reaches a log that already
+# exists, so a new topic's replicas have none yet; long-lived topics always have. An ordinary
+# controller move, while the znode still holds the id, gives every replica its file.
+zk delete /controller >/dev/null
+wait_for "a controller again" has_controller
+wait_for "partition.metadata in all nine replicas" metadata_files 9
+echo "every replica's partition.metadata holds it (after an ordinary controller move)"
 [ "$until_step" -ge 2 ] || exit 0
 
 step 2 "produce"
