@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
 from remediate.errors import FormatError
 from remediate.formats.logdir import (
@@ -281,7 +281,7 @@ class Broker:
             data, _ = self.zk.get(CONTROLLER)
             controller_id = decode_controller(data).broker_id
             data, _ = self.zk.get(broker_path(controller_id))
-        except (NoNodeError, FormatError):
+        except (KazooException, FormatError):  # no controller, or ZooKeeper unreachable: retry
             return None
         endpoint = decode_broker(controller_id, data, source=broker_path(controller_id)).endpoint()
         return (controller_id, endpoint.host, endpoint.port) if endpoint else None

@@ -470,7 +470,11 @@ class ReplicaManager:
                 ]
             if not pending:
                 continue
-            response = self.send_alter_isr(pending)
+            try:
+                response = self.send_alter_isr(pending)
+            except Exception:  # the sender must outlive any failure, or the ISR never expands
+                log.exception("[Broker id=%d] Error sending AlterIsr; retrying", self.broker_id)
+                response = None
             if response is None:
                 self._alter_isr_wakeup.set()
                 time.sleep(0.2)
@@ -852,6 +856,9 @@ class FetcherThread(threading.Thread):
             try:
                 backoff = 0.0 if self._fetch_once() else 0.2
             except wire.WireError:
+                backoff = 0.5
+            except Exception:  # a fetcher that died would leave its partitions out of the ISR
+                log.exception("[%s] Error in fetch; retrying", self.name)
                 backoff = 0.5
 
     def _fetch_once(self) -> bool:

@@ -7,13 +7,16 @@ not started yet must still act on it, or the restarted broker never rejoins the 
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
+
+from kazoo.client import KazooClient
 
 from remediate.sandbox import wire
 from remediate.sandbox.broker import Broker
 from remediate.sandbox.config import BrokerSettings
-from remediate.sandbox.replica import ReplicaManager
+from remediate.sandbox.replica import Partition, ReplicaManager
 
 
 def _broker_between_registration_and_controller(tmp_path: Path) -> Broker:
@@ -70,3 +73,49 @@ def test_controller_requests_before_the_controller_component_starts_are_not_cont
     broker = _broker_between_registration_and_controller(tmp_path)
     for api in ("AlterIsr", "ControlledShutdown"):
         assert broker._dispatch({"api": api, "broker_id": 1})["error"] == wire.NOT_CONTROLLER
+
+
+def test_an_alter_isr_while_zookeeper_is_lost_is_retried_not_fatal(tmp_path: Path) -> None:
+    """With its session expired or its connection closed, a broker cannot find the controller:
+    the AlterIsr is retried later (the sender thread once died here, and that broker's ISRs
+    never expanded again)."""
+    broker = _broker_between_registration_and_controller(tmp_path)
+    broker.zk = KazooClient("127.0.0.1:1")  # never connected: every call raises, like a lost one
+    assert broker._send_alter_isr([{"topic": "t", "partition": 0}]) is None
+
+
+def test_the_alter_isr_sender_outlives_an_error_in_sending(tmp_path: Path) -> None:
+    calls: list[list[dict[str, Any]]] = []
+
+    def failing_then_answering(partitions: list[dict[str, Any]]) -> dict[str, Any] | None:
+        calls.append(partitions)
+        if len(calls) == 1:
+            raise RuntimeError("ZooKeeper went away mid-call")
+        replicas.stopping.set()
+        return {"partitions": []}
+
+    replicas = ReplicaManager(
+        broker_id=2,
+        kafka_version="2.8",
+        log_dirs=[],
+        logs={},
+        replica_lag_time_max_ms=30000,
+        fetch_wait_max_ms=500,
+        min_isr_for=lambda _: 1,
+        send_alter_isr=failing_then_answering,
+    )
+    replicas.partitions[("t", 0)] = Partition(
+        topic="t",
+        partition=0,
+        leader=2,
+        leader_epoch=1,
+        is_leader=True,
+        isr=(2,),
+        pending_isr=(1, 2),
+        alter_isr_in_flight=True,
+    )
+    sender = threading.Thread(target=replicas.run_alter_isr, daemon=True)
+    sender.start()
+    sender.join(timeout=10)
+    assert not sender.is_alive()
+    assert len(calls) == 2  # sent again after the error, and the thread ended only when told
