@@ -23,7 +23,7 @@ from remediate.formats.logdir import parse_partition_metadata
 from remediate.formats.znodes import decode_partition_state, decode_topic
 from tests.execute.sandbox_tools import run_cli
 
-pytestmark = [pytest.mark.lab, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "lab"
