@@ -367,16 +367,23 @@ RELATIVE_ON_LOCAL = "an absolute path (a relative one only on a broker with tran
 RELATIVE_ALL_LOCAL = "an absolute path (a relative one only when every broker has transport local)"
 
 
-def _broker_path(
-    path: PurePosixPath, local: bool, base_dir: Path, at: Loc, expected: str = RELATIVE_ON_LOCAL
-) -> PurePosixPath:
-    """`path` made absolute: a relative path on a local broker is a path on this machine, taken
-    from cluster.yaml's directory like every other local path; on an ssh broker it is an error."""
-    if path.is_absolute():
-        return path
-    if not local:
-        _fail(expected, _show(str(path)), at=at)
-    return PurePosixPath(base_dir / path)
+def _broker_paths(
+    located: Sequence[tuple[Loc, PurePosixPath]],
+    local: bool,
+    base_dir: Path,
+    expected: str = RELATIVE_ON_LOCAL,
+) -> tuple[PurePosixPath, ...]:
+    """Each (location, path) made absolute: a relative path on a local broker is a path on this
+    machine, taken from cluster.yaml's directory like every other local path; on an ssh broker
+    it is an error, one problem per such path at its location."""
+    if local:
+        return tuple(PurePosixPath(base_dir / path) for _, path in located)
+    problems: list[_Item] = [
+        (at, expected, _show(str(path))) for at, path in located if not path.is_absolute()
+    ]
+    if problems:
+        raise _problems(problems)
+    return tuple(path for _, path in located)
 
 
 def _local_path(value: object, info: ValidationInfo) -> Path:
@@ -733,24 +740,15 @@ class BrokerConfig(_Model):
                     _fail(f"no {name} on a broker with transport local", at=(name,))
         base_dir = _context(info).base_dir
         if self.log_dirs is not None:
-            resolved: list[PurePosixPath] = []
-            problems: list[_Item] = []
-            for index, path in enumerate(self.log_dirs):
-                try:
-                    resolved.append(_broker_path(path, local, base_dir, ("log_dirs", index)))
-                except PydanticCustomError as exc:
-                    problems.extend(exc.context["problems"] if exc.context else [])
-            if problems:
-                raise _problems(problems)
-            object.__setattr__(
-                self, "log_dirs", _distinct_log_dirs(tuple(resolved), at=("log_dirs",))
-            )
+            located = [(("log_dirs", i), path) for i, path in enumerate(self.log_dirs)]
+            resolved = _broker_paths(located, local, base_dir)
+            # Again once absolute: 'data' and '<cluster.yaml's dir>/data' are one directory.
+            object.__setattr__(self, "log_dirs", _distinct_log_dirs(resolved, at=("log_dirs",)))
         if self.server_properties is not None:
-            object.__setattr__(
-                self,
-                "server_properties",
-                _broker_path(self.server_properties, local, base_dir, ("server_properties",)),
+            (path,) = _broker_paths(
+                [(("server_properties",), self.server_properties)], local, base_dir
             )
+            object.__setattr__(self, "server_properties", path)
         return self
 
 
@@ -863,10 +861,11 @@ class ClusterConfig(_Model):
         return value
 
     @model_validator(mode="after")
-    def _backup_dir_rule(self, info: ValidationInfo) -> ClusterConfig:
+    def _local_paths(self, info: ValidationInfo) -> ClusterConfig:
+        self._base_dir = _context(info).base_dir
         local = all(broker.transport == "local" for broker in self.brokers)
-        path = _broker_path(
-            self.backup_dir, local, _context(info).base_dir, ("backup_dir",), RELATIVE_ALL_LOCAL
+        (path,) = _broker_paths(
+            [(("backup_dir",), self.backup_dir)], local, self._base_dir, RELATIVE_ALL_LOCAL
         )
         object.__setattr__(self, "backup_dir", path)
         return self
@@ -874,7 +873,6 @@ class ClusterConfig(_Model):
     @model_validator(mode="after")
     def _ssh_rules(self, info: ValidationInfo) -> ClusterConfig:
         self._source = _context(info).source
-        self._base_dir = _context(info).base_dir
         ssh_brokers = [
             (index, broker)
             for index, broker in enumerate(self.brokers)

@@ -1084,6 +1084,12 @@ def test_a_relative_and_an_absolute_log_dir_that_are_the_same_are_one_too_many(
     assert "not listed before (log_dirs[0])" in info.value.problems[0].expected
 
 
+def test_a_relative_server_properties_on_an_ssh_broker_is_refused() -> None:
+    document = changed(FULL, ("brokers", 0, "log_dirs"), DELETE)
+    document = changed(document, ("brokers", 0, "server_properties"), "etc/k.properties")
+    expect_problem(document, "brokers[0].server_properties", RELATIVE_ON_SSH)
+
+
 def test_a_relative_backup_dir_with_one_ssh_broker_is_refused() -> None:
     document = changed(SANDBOX_LOCAL, ("backup_dir",), "backups")
     assert parse(document).backup_dir.is_absolute()

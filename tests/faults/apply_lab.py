@@ -195,16 +195,10 @@ class ApplyLab:
         return f"files without ZooKeeper's id {zk_id}: {wrong}" if wrong else None
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
-        reasons: list[str | None] = [None]
-
-        def healthy() -> bool:
-            reasons[0] = self.healthy()
-            return reasons[0] is None
-
         try:
-            wait_for(healthy, "the topic to be healthy", timeout=timeout)
+            wait_for(lambda: self.healthy() is None, "the topic to be healthy", timeout=timeout)
         except SandboxError as exc:
-            raise SandboxError(f"{exc}; last seen: {reasons[0]}") from None
+            raise SandboxError(f"{exc}; now: {self.healthy()}") from None
 
     def produce(self, count: int = 9) -> None:
         report = client.produce(self.zk, TOPIC, count=count, key_prefix="fault", retries=20)

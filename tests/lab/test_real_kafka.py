@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from kazoo.client import KazooClient
 from remediate.config import load_cluster_config
 from remediate.formats.logdir import parse_partition_metadata
 from remediate.formats.znodes import decode_partition_state, decode_topic
+from remediate.sandbox.reproduce import wait_for
 from tests.execute.sandbox_tools import run_cli
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -40,15 +40,6 @@ def sh(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
 
 def compose(*args: str) -> subprocess.CompletedProcess[str]:
     return sh("docker", "compose", "-f", str(ROOT / "docker-compose.yml"), *args)
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def cli_json(*args: str) -> tuple[int, dict[str, Any]]:
@@ -129,11 +120,11 @@ def test_the_restore_prevents_the_incident_on_real_kafka(fresh_lab: None, zk: Ka
 
     # The failover that used to mint a new id, then every broker restarted: nothing mismatches.
     zk.delete("/controller")
-    wait_until(lambda: zk.exists("/controller") is not None, "a new controller")
+    wait_for(lambda: zk.exists("/controller") is not None, "a new controller", timeout=180)
     for broker in BROKERS:
         restarted = compose("restart", f"kafka-{broker}")
         assert restarted.returncode == 0, restarted.stderr
-        wait_until(lambda: healthy(zk), f"the topic to be healthy after restarting {broker}", 300)
+        wait_for(lambda: healthy(zk), f"the topic to be healthy after restarting {broker}", 300)
     code, checked = cli_json("check")
     assert code == 0, checked
     assert set(file_ids().values()) == {zk_topic_id(zk)}

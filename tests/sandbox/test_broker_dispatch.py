@@ -8,6 +8,7 @@ not started yet must still act on it, or the restarted broker never rejoins the 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,22 @@ from remediate.sandbox import wire
 from remediate.sandbox.broker import Broker
 from remediate.sandbox.config import BrokerSettings
 from remediate.sandbox.replica import Partition, ReplicaManager
+
+
+def _replica_manager(
+    send_alter_isr: Callable[[list[dict[str, Any]]], dict[str, Any] | None],
+) -> ReplicaManager:
+    """Broker 2's replica manager with no logs."""
+    return ReplicaManager(
+        broker_id=2,
+        kafka_version="2.8",
+        log_dirs=[],
+        logs={},
+        replica_lag_time_max_ms=30000,
+        fetch_wait_max_ms=500,
+        min_isr_for=lambda _: 1,
+        send_alter_isr=send_alter_isr,
+    )
 
 
 def _broker_between_registration_and_controller(tmp_path: Path) -> Broker:
@@ -30,20 +47,7 @@ def _broker_between_registration_and_controller(tmp_path: Path) -> Broker:
         properties={},
     )
     broker = Broker(settings)
-
-    def no_alter_isr(_: list[dict[str, Any]]) -> dict[str, Any] | None:
-        return None
-
-    broker.replicas = ReplicaManager(
-        broker_id=2,
-        kafka_version="2.8",
-        log_dirs=[],
-        logs={},
-        replica_lag_time_max_ms=30000,
-        fetch_wait_max_ms=500,
-        min_isr_for=lambda _: 1,
-        send_alter_isr=no_alter_isr,
-    )
+    broker.replicas = _replica_manager(lambda _: None)
     broker.replicas.broker_epoch = 73
     assert broker.controller is None
     return broker
@@ -94,16 +98,7 @@ def test_the_alter_isr_sender_outlives_an_error_in_sending(tmp_path: Path) -> No
         replicas.stopping.set()
         return {"partitions": []}
 
-    replicas = ReplicaManager(
-        broker_id=2,
-        kafka_version="2.8",
-        log_dirs=[],
-        logs={},
-        replica_lag_time_max_ms=30000,
-        fetch_wait_max_ms=500,
-        min_isr_for=lambda _: 1,
-        send_alter_isr=failing_then_answering,
-    )
+    replicas = _replica_manager(failing_then_answering)
     replicas.partitions[("t", 0)] = Partition(
         topic="t",
         partition=0,
