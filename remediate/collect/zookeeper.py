@@ -111,6 +111,13 @@ def session(settings: ZkSettings, *, timeout: float = 15.0) -> Iterator[KazooCli
 
 
 def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooClient:
+    """A started client whose session has answered a read.
+
+    kazoo reports the session as connected before SASL authentication has finished, and a
+    refused login only shows at the first request (AuthFailedError, or a closed connection
+    when the server enforces SASL), so one read of `/` proves the session before anything
+    relies on it.
+    """
     client = make_client(settings)
     try:
         client.start(timeout=timeout)
@@ -119,7 +126,24 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooClient:
         raise ZooKeeperError(
             f"cannot connect to ZooKeeper at {settings.connect}: {type(exc).__name__}: {exc}"
         ) from exc
+    try:
+        client.exists("/")
+    except (KazooTimeoutError, KazooException) as exc:
+        client.stop()
+        client.close()
+        raise ZooKeeperError(
+            f"ZooKeeper at {settings.connect} refused the session: {type(exc).__name__}"
+            f"{_auth_hint(settings.auth)}"
+        ) from exc
     return client
+
+
+def _auth_hint(auth: ZkAuth | None) -> str:
+    """What to check when a session is refused right after connecting (never the password)."""
+    if auth is None:
+        return " (the server may require authentication: set zookeeper.auth in cluster.yaml)"
+    mechanism = f"SASL {auth.sasl_mechanism}" if auth.scheme == "sasl" else "digest"
+    return f" (check the {mechanism} credentials of user {auth.username!r})"
 
 
 def _gather(results: dict[Any, Any]) -> dict[Any, tuple[bytes, Any] | None]:

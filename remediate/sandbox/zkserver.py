@@ -15,6 +15,12 @@ CONF_DIR = Path("/etc/zookeeper/conf")
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 # Logging binding shipped with Debian's slf4j; without it ZooKeeper logs nothing.
 SLF4J_SIMPLE = Path("/usr/share/java/slf4j-simple.jar")
+# TLS needs ZooKeeper's Netty connection factory; Debian's zookeeper.jar manifest lists only
+# part of Netty, these two complete it (Debian's libnetty-java).
+NETTY_FOR_TLS = (
+    Path("/usr/share/java/netty-codec.jar"),
+    Path("/usr/share/java/netty-resolver.jar"),
+)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -69,8 +75,16 @@ def write_config(
     return config
 
 
-def start(directory: Path, host: str, port: int, *, jvm_flags: tuple[str, ...] = ()) -> int:
-    """Start ZooKeeper with `directory/zoo.cfg`; return its pid once it answers `srvr`."""
+def start(
+    directory: Path,
+    host: str,
+    port: int,
+    *,
+    jvm_flags: tuple[str, ...] = (),
+    classpath: tuple[Path, ...] = (),
+) -> int:
+    """Start ZooKeeper with `directory/zoo.cfg`; return its pid once it answers `srvr` on the
+    plain `port`. `classpath` adds jars (NETTY_FOR_TLS for a TLS client port)."""
     if not ZOOKEEPER_JAR.exists():
         raise SandboxError(
             f"ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing): run `make setup`"
@@ -81,9 +95,9 @@ def start(directory: Path, host: str, port: int, *, jvm_flags: tuple[str, ...] =
         raise SandboxError(
             "no Java runtime on PATH: run `make setup` or `apt-get install default-jre-headless`"
         )
-    classpath = [str(CONF_DIR), str(ZOOKEEPER_JAR)]
+    jars = [str(CONF_DIR), str(ZOOKEEPER_JAR), *map(str, classpath)]
     if SLF4J_SIMPLE.exists():
-        classpath.append(str(SLF4J_SIMPLE))
+        jars.append(str(SLF4J_SIMPLE))
     argv = [
         java,
         "-Xmx256m",
@@ -93,7 +107,7 @@ def start(directory: Path, host: str, port: int, *, jvm_flags: tuple[str, ...] =
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
         *jvm_flags,
         "-cp",
-        ":".join(classpath),
+        ":".join(jars),
         MAIN_CLASS,
         str(directory / "zoo.cfg"),
     ]
