@@ -24,11 +24,12 @@ help:
 
 setup: system venv
 
-# zookeeper and openssh-server from Debian; a Java runtime only if there is none.
+# zookeeper and openssh-server from Debian; a Java runtime and python3-venv only if missing.
 system:
 	@missing=""; \
 	for pkg in $(APT_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
 	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && \

@@ -1,4 +1,5 @@
-"""Replication in the sandbox: ISR shrink and expand, truncation by leader epoch."""
+"""Replication in the sandbox: ISR shrink and expand, truncation by leader epoch or, without
+leader-epoch-checkpoint, to the high watermark."""
 
 from __future__ import annotations
 
@@ -61,8 +62,17 @@ def test_a_stalled_follower_leaves_the_isr_and_rejoins_after_catching_up(
         zk.close()
 
 
+@pytest.mark.parametrize(
+    "epoch_checkpoint",
+    [
+        pytest.param(True, id="by-leader-epoch"),
+        # The manual repair deletes leader-epoch-checkpoint: the follower then truncates to its
+        # high watermark (replication-offset-checkpoint) and fetches the rest again.
+        pytest.param(False, id="to-high-watermark-without-epoch-checkpoint"),
+    ],
+)
 def test_a_returning_leader_truncates_what_it_never_replicated(
-    sandbox: cluster.SandboxState,
+    sandbox: cluster.SandboxState, epoch_checkpoint: bool
 ) -> None:
     directory = Path(sandbox.directory)
     zk = cluster.zk_client(sandbox)
@@ -101,17 +111,23 @@ def test_a_returning_leader_truncates_what_it_never_replicated(
         new_leader = states(zk, "diverge", [0])[0].leader
         after = client.produce(zk, "diverge", count=10, key_prefix="new-epoch", retries=20).acked
         assert len(after) == 10
+        checkpoint = replica_dirs(sandbox, "diverge", 0)[leader] / LEADER_EPOCH_CHECKPOINT
+        assert checkpoint.exists()
+        if not epoch_checkpoint:
+            checkpoint.unlink()
         cluster.start_broker(directory, leader)
         assert wait_until(lambda: leader in states(zk, "diverge", [0])[0].isr, timeout=30)
         returned = read_log(sandbox, "diverge", leader)
         assert returned == read_log(sandbox, "diverge", new_leader)
         assert not any(key and key.startswith("unreplicated") for _, _, key, _ in returned)
         assert [k for _, _, k, _ in returned] == [a.key for a in committed + after]
-        epochs = parse_leader_epoch_checkpoint(
-            (replica_dirs(sandbox, "diverge", 0)[leader] / LEADER_EPOCH_CHECKPOINT).read_bytes(),
-            source="test",
-        )
-        assert [e.epoch for e in epochs] == sorted({epoch for _, epoch, _, _ in returned})
+        epochs = parse_leader_epoch_checkpoint(checkpoint.read_bytes(), source="test")
+        if epoch_checkpoint:
+            assert [e.epoch for e in epochs] == sorted({epoch for _, epoch, _, _ in returned})
+        else:
+            # Rebuilt from what it fetched again: at least the new leader's epoch.
+            assert {e.epoch for e in epochs} <= {epoch for _, epoch, _, _ in returned}
+            assert max(e.epoch for e in epochs) == max(epoch for _, epoch, _, _ in returned)
     finally:
         zk.stop()
         zk.close()
