@@ -123,6 +123,7 @@ def test_manual_repair_heals_the_cluster_without_losing_acknowledged_records(
     assert wait_until(lambda: set(replica_file_ids(incident.state, TOPIC).values()) == {new_id})
     assert len(replica_file_ids(incident.state, TOPIC)) == 18
     assert producer.acked, "the producer never got an acknowledgement during the repair"
-    assert lost_records(incident.zk, TOPIC, incident.acked + producer.acked) == []
     after = client.produce(incident.zk, TOPIC, count=60, key_prefix="healed")
     assert len(after.acked) == 60
+    assert {a.partition for a in after.acked} == set(ALL)
+    assert lost_records(incident.zk, TOPIC, incident.acked + producer.acked + after.acked) == []
