@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,7 +33,8 @@ from remediate.formats.znodes import (
 )
 from remediate.sandbox import admin, client, cluster
 from remediate.sandbox.reproduce import Incident, mismatch_lines, replica_file_ids
-from tests.sandbox.helpers import states, wait_until
+from remediate.sandbox.storage import PartitionLog
+from tests.sandbox.helpers import replica_dirs, states, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -90,6 +93,24 @@ def file_bytes(incident: Incident, broker: int, partition: int, name: str) -> by
     return None
 
 
+def replica_keys(incident: Incident, partitions: list[int]) -> dict[int, list[str | None]] | None:
+    """Per partition, the keys in its replicas' logs on disk; None while the replicas differ."""
+    found: dict[int, list[str | None]] = {}
+    for partition in partitions:
+        logs = []
+        for directory in replica_dirs(incident.state, TOPIC, partition).values():
+            # Loading recovers (truncates) a torn tail, so read a copy, never the live log.
+            with tempfile.TemporaryDirectory() as scratch:
+                copy = Path(scratch) / directory.name
+                shutil.copytree(directory, copy)
+                log = PartitionLog.load(copy, TOPIC, partition)
+            logs.append([r.key for r in log.records])
+        if len(logs) != 3 or any(keys != logs[0] for keys in logs):
+            return None
+        found[partition] = logs[0]
+    return found
+
+
 def test_step1_topic_gets_an_id_in_zookeeper_and_in_every_replica(steps: Steps) -> None:
     incident = steps.upto(1)
     znode = raw_topic_znode(incident)
@@ -123,6 +144,10 @@ def test_step2_acks_all_produce_is_replicated_to_every_replica(steps: Steps) -> 
             file_bytes(incident, leader, partition, LEADER_EPOCH_CHECKPOINT) or b"", source="leader"
         )
         assert epochs and epochs[0].start_offset == 0
+    # Every replica's log holds every acknowledged record, in the order the leader wrote them.
+    acked_keys = {p: [a.key for a in incident.acked if a.partition == p] for p in (0, 1, 2)}
+    assert all(acked_keys.values())
+    assert wait_until(lambda: replica_keys(incident, [0, 1, 2]) == acked_keys)
 
 
 def test_step3_consumer_reads_every_acknowledged_record(steps: Steps) -> None:
@@ -159,6 +184,11 @@ def test_step5_every_partition_serves_produce_and_consume(steps: Steps) -> None:
     assert incident.result.steps[-1].facts["acked"] == incident.records
     produced_to = {a.partition for a in incident.acked}
     assert produced_to == {0, 1, 2, 3, 4, 5}
+    # Still no id in ZooKeeper, every ISR full; every replica holds what was acknowledged.
+    assert "topic_id" not in raw_topic_znode(incident)
+    assert all(len(s.isr) == 3 for s in states(incident.zk, TOPIC, [0, 1, 2, 3, 4, 5]).values())
+    acked_keys = {p: [a.key for a in incident.acked if a.partition == p] for p in range(6)}
+    assert wait_until(lambda: replica_keys(incident, list(range(6))) == acked_keys)
 
 
 def test_step6_failover_mints_a_new_id_that_old_replicas_refuse(steps: Steps) -> None:
@@ -188,6 +218,10 @@ def test_step6_failover_mints_a_new_id_that_old_replicas_refuse(steps: Steps) ->
 def test_step7_running_brokers_keep_their_roles(steps: Steps) -> None:
     incident = steps.upto(7)
     assert incident.result.steps[-1].facts["acked"] == incident.records
+    # ZooKeeper holds Y while the old replicas still hold X: nothing has noticed.
+    assert raw_topic_znode(incident)["topic_id"] == incident.result.new_id
+    ids = replica_file_ids(incident.state, TOPIC)
+    assert {ids[(b, p)] for b in (1, 2, 3) for p in (0, 1, 2)} == {incident.result.old_id}
     assert all(len(s.isr) == 3 for s in states(incident.zk, TOPIC, [0, 1, 2, 3, 4, 5]).values())
 
 
