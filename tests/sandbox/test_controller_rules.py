@@ -1,10 +1,12 @@
 """The controller's rules, one at a time, read back from ZooKeeper: AlterIsr is a CAS on the
 state znode's version; controlled shutdown moves leadership to the first live in-sync replica in
 assignment order and takes the broker out of every ISR (leader_epoch + 1) but never removes the
-last ISR member; a partition whose only replica is down has no leader, and producers say so."""
+last ISR member; a partition whose only replica is down has no leader, and producers say so;
+below inter.broker.protocol.version 2.8 no topic id is ever assigned."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,8 +19,10 @@ from remediate.formats.znodes import (
     broker_path,
     decode_broker,
     partition_state_path,
+    topic_path,
 )
 from remediate.sandbox import admin, client, cluster, wire
+from remediate.sandbox.reproduce import replica_file_ids
 from tests.sandbox.helpers import states, wait_until
 
 pytestmark = pytest.mark.slow
@@ -148,6 +152,25 @@ def test_controlled_shutdown_and_a_partition_without_a_live_replica(
         assert states(zk, "solo", [alone])[alone].leader_epoch == offline.leader_epoch + 1
         report = client.produce(zk, "solo", count=6, key_prefix="back", retries=10)
         assert len(report.acked) == 6
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_below_ibp_2_8_the_controller_mints_no_topic_id(sandbox_dir: Path) -> None:
+    state = cluster.up(sandbox_dir, properties={"inter.broker.protocol.version": "2.7"})
+    zk = cluster.zk_client(state)
+    try:
+        admin.create_topic(zk, "plain", 2, 3, legacy=True)
+        assert wait_until(lambda: settled(zk, "plain", [0, 1], lambda s: len(s.isr) == 3))
+        # A failover is where a 2.8 controller would assign the missing id.
+        admin.failover_controller(zk)
+        assert wait_until(lambda: settled(zk, "plain", [0, 1], lambda s: len(s.isr) == 3))
+        data, _ = zk.get(topic_path("plain"))
+        assert "topic_id" not in json.loads(data)
+        assert len(client.produce(zk, "plain", count=10, retries=10).acked) == 10
+        ids = replica_file_ids(state, "plain")
+        assert len(ids) == 6 and set(ids.values()) == {None}
     finally:
         zk.stop()
         zk.close()
