@@ -246,6 +246,29 @@ class ApplyLab:
             env=_environment(failpoints),
         )
 
+    def await_journal(
+        self,
+        process: subprocess.Popen[str],
+        before: set[Path],
+        event: str,
+        step_suffix: str,
+        what: str,
+        timeout: float = 120.0,
+    ) -> None:
+        """Wait until the run started by `process` journals `event` for a step ending in
+        `step_suffix`; an operator that exits first fails the test with what it printed."""
+        wait_for(
+            lambda: journal_has(self, before, event, step_suffix) or process.poll() is not None,
+            what,
+            timeout,
+        )
+        if not journal_has(self, before, event, step_suffix):
+            stdout, stderr = process.communicate(timeout=10)
+            raise AssertionError(
+                f"the operator exited ({process.returncode}) before {what}:\n"
+                f"{stdout[-2000:]}\n{stderr[-3000:]}"
+            )
+
     def finish(self, process: subprocess.Popen[str], timeout: float = 240.0) -> Run:
         stdout, stderr = process.communicate(timeout=timeout)
         return self.latest(process.returncode, stdout, stderr)

@@ -32,7 +32,6 @@ from tests.faults.apply_lab import (
     FOREIGN,
     ApplyLab,
     Run,
-    journal_has,
     runs,
     start_lab,
     stop_lab,
@@ -228,7 +227,7 @@ def test_a_broker_that_never_rejoins_the_isr_halts(healthy_lab: ApplyLab) -> Non
     # While the operator pauses after its delete, the stale files come back (a configuration
     # tool restoring a log dir, say): the broker starts with the foreign id again.
     process_ = lab.start_apply(plan, failpoints="delete:finished=sleep:5")
-    wait_for(lambda: journal_has(lab, before, "step-finished", ":delete"), "the delete", 120)
+    lab.await_journal(process_, before, "step-finished", ":delete", "the delete")
     for path in planted:
         if path.endswith(PARTITION_METADATA):
             Path(path).write_bytes(encode_partition_metadata(FOREIGN))
@@ -299,10 +298,8 @@ def test_zookeeper_down_for_a_while(healthy_lab: ApplyLab) -> None:
     planted = lab.snapshot_files(plan[1])
     before = runs(lab)
     operator = lab.start_apply(plan)
-    wait_for(
-        lambda: journal_has(lab, before, "step-finished", ":wait registered"),
-        "the broker to register",
-        120,
+    lab.await_journal(
+        operator, before, "step-finished", ":wait registered", "the broker to register"
     )
     pid = cluster.zookeeper_pid(lab.directory)
     assert pid is not None
@@ -340,8 +337,9 @@ def test_a_controller_that_moves_is_still_restarted_last(healthy_lab: ApplyLab) 
     first, second, last = order
     assert last == controller
     before = runs(lab)
-    operator = lab.start_apply(plan)
-    wait_for(lambda: journal_has(lab, before, "step-finished", ":stop"), "the first stop", 120)
+    # The first broker stays down a while after its stop, so it cannot take the controller.
+    operator = lab.start_apply(plan, failpoints="stop:finished=sleep:6")
+    lab.await_journal(operator, before, "step-finished", ":stop", "the first stop")
     # Hand the controller to `second`: freeze the old one so it cannot win the election.
     frozen = cluster.broker_pid(lab.directory, controller)
     assert frozen is not None
@@ -379,10 +377,8 @@ def test_a_second_broker_failure_blocks_the_next_restart(healthy_lab: ApplyLab) 
     first, second, bystander = [s["broker"] for s in plan[1]["steps"]]
     before = runs(lab)
     operator = lab.start_apply(plan, failpoints="wait in-sync:finished=sleep:10")
-    wait_for(
-        lambda: journal_has(lab, before, "step-finished", ":wait in-sync"),
-        "the first broker's restart",
-        120,
+    lab.await_journal(
+        operator, before, "step-finished", ":wait in-sync", "the first broker's restart"
     )
     # A broker whose turn has not come dies while the operator pauses between two steps.
     assert cluster.kill_broker(lab.directory, bystander)
@@ -436,7 +432,7 @@ def test_a_dropped_ssh_connection_during_a_step(ssh_lab: ApplyLab) -> None:
     planted = lab.snapshot_files(plan[1])
     before = runs(lab)
     operator = lab.start_apply(plan, failpoints="stop:started=sleep:1")
-    wait_for(lambda: journal_has(lab, before, "step-started", ":stop"), "the stop", 120)
+    lab.await_journal(operator, before, "step-started", ":stop", "the stop")
     # The operator holds a connection from its pre-gate and the drift check; the stop
     # command goes over it a second from now.
     time.sleep(1.3)
