@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,6 +200,35 @@ class ApplyLab:
             wait_for(lambda: self.healthy() is None, "the topic to be healthy", timeout=timeout)
         except SandboxError as exc:
             raise SandboxError(f"{exc}; now: {self.healthy()}") from None
+
+    def wait_settled(self, quiet_s: float, timeout: float = 120.0) -> None:
+        """Wait until the controller epoch and every broker's registration (its session) have
+        not changed for `quiet_s`, then until the topic is healthy. After ZooKeeper comes back
+        from an outage, a broker whose session outlived the outage on the server but not its
+        reconnect finds it expired seconds later and re-registers (a controller re-elects):
+        the next test must not plan on the cluster before that."""
+
+        def registration(child: str) -> int:
+            stat = self.zk.exists(f"/brokers/ids/{child}")
+            return -1 if stat is None else int(stat.czxid)
+
+        def view() -> tuple[int, tuple[tuple[str, int], ...]]:
+            children = sorted(self.zk.get_children("/brokers/ids"))
+            return self.controller_epoch(), tuple((c, registration(c)) for c in children)
+
+        deadline = time.monotonic() + timeout
+        last, since = view(), time.monotonic()
+        while time.monotonic() - since < quiet_s:
+            if time.monotonic() > deadline:
+                raise SandboxError(f"the cluster did not settle for {quiet_s:.0f}s: {last}")
+            time.sleep(0.2)
+            try:
+                current = view()
+            except KazooException:
+                current = (-1, ())
+            if current != last:
+                last, since = current, time.monotonic()
+        self.wait_healthy(timeout=timeout)
 
     def produce(self, count: int = 9) -> None:
         report = client.produce(self.zk, TOPIC, count=count, key_prefix="fault", retries=20)

@@ -25,6 +25,7 @@ from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 from remediate.errors import SandboxError
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.sandbox import admin, cluster, process
+from remediate.sandbox.config import SANDBOX_DEFAULTS
 from remediate.sandbox.reproduce import wait_for
 from tests.execute.sandbox_tools import run_cli
 from tests.faults.apply_lab import (
@@ -318,6 +319,9 @@ def test_zookeeper_down_for_a_while(healthy_lab: ApplyLab) -> None:
         (halted,) = run.events("run-halted")
         assert "ZooKeeper" in halted["error"] or "lock" in halted["error"]
         assert_resumed_to_the_end(lab, run)
+    # Sessions that outlived the outage on the server may still expire at their reconnect.
+    broker_session_s = int(SANDBOX_DEFAULTS["zookeeper.session.timeout.ms"]) / 1000
+    lab.wait_settled(quiet_s=2 * broker_session_s)
 
 
 # -- the cluster and other operators -----------------------------------------------------------
