@@ -127,7 +127,7 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooClient:
             f"cannot connect to ZooKeeper at {settings.connect}: {type(exc).__name__}: {exc}"
         ) from exc
     try:
-        client.exists("/")
+        _probe(client)
     except (KazooTimeoutError, KazooException) as exc:
         client.stop()
         client.close()
@@ -136,6 +136,19 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooClient:
             f"{_auth_hint(settings.auth)}"
         ) from exc
     return client
+
+
+# A connection that drops for a moment is retried like every read; a refused SASL login fails
+# every attempt (AuthFailedError is not transient, and an enforcing server's closed
+# connection never comes back).
+@retry(
+    retry=retry_if_exception_type(TRANSIENT),
+    stop=stop_after_attempt(3),
+    wait=wait_exponential(multiplier=0.2, max=1),
+    reraise=True,
+)
+def _probe(client: KazooClient) -> None:
+    client.exists("/")
 
 
 def _auth_hint(auth: ZkAuth | None) -> str:

@@ -12,7 +12,15 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
-from remediate.collect.zookeeper import ZkAuth, ZkSettings, _read, connect, read_cluster_state
+from remediate.collect.zookeeper import (
+    ZkAuth,
+    ZkSettings,
+    _probe,
+    _read,
+    connect,
+    make_client,
+    read_cluster_state,
+)
 from remediate.errors import ZooKeeperError
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import (
@@ -195,6 +203,29 @@ def test_a_connection_loss_during_the_read_is_retried(zookeeper: tuple[str, int]
             os.kill(pid, signal.SIGCONT)
         assert sorted(state.topics) == ["legacy", "modern"]
         assert _read.statistics["attempt_number"] >= 2
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_a_connection_loss_while_proving_a_new_session_is_retried(
+    zookeeper: tuple[str, int],
+) -> None:
+    connect_string, pid = zookeeper
+    zk = make_client(ZkSettings(connect_string, session_timeout_s=4))
+    zk.start(timeout=15)
+    try:
+        # The same silence as above, right after the connect: the probe that proves the
+        # session (connect() makes it) must ride it out rather than report a refused session.
+        os.kill(pid, signal.SIGSTOP)
+        timer = threading.Timer(3.5, os.kill, (pid, signal.SIGCONT))
+        timer.start()
+        try:
+            _probe(zk)
+        finally:
+            timer.join()
+            os.kill(pid, signal.SIGCONT)
+        assert _probe.statistics["attempt_number"] >= 2
     finally:
         zk.stop()
         zk.close()
