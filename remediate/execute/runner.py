@@ -11,7 +11,6 @@ timeout halts the run with the exact state it saw.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -54,8 +53,8 @@ from remediate.formats.znodes import (
     CONTROLLER,
     decode_controller_epoch,
     decode_topic,
-    encode_topic,
     topic_path,
+    with_topic_id,
 )
 from remediate.gates import (
     StaleIdHolder,
@@ -545,12 +544,13 @@ class Executor:
                 f"{path} changed since the plan (version {stat.version}, plan"
                 f" {step.znode_version}); nothing written"
             )
-        updated = dataclasses.replace(
-            current, topic_id=parse_topic_id(step.topic_id, source="plan", field="topic_id")
+        updated = with_topic_id(
+            data, parse_topic_id(step.topic_id, source="plan", field="topic_id"), source=path
         )
+        failpoints.hit("zk-write topic-id:read")
         self.lock.ensure_held()
         try:
-            new_stat = self.s.zk.set(path, encode_topic(updated), version=step.znode_version)
+            new_stat = self.s.zk.set(path, updated, version=step.znode_version)
         except BadVersionError as exc:
             raise HaltedError(f"{path} changed while writing; nothing written") from exc
         except KazooException as exc:

@@ -145,6 +145,20 @@ def encode_topic(assignment: TopicAssignment) -> bytes:
     return dump(doc)
 
 
+def with_topic_id(data: bytes | None, topic_id: TopicId, *, source: str) -> bytes:
+    """The topic znode `data` with `topic_id` written into it: upgraded to version 3 (empty
+    `adding_replicas`/`removing_replicas` where absent, as a 2.8+ writer has them) and every
+    other field kept as it was, including fields this reader does not know. The document must
+    be one Kafka reads (`decode_topic`), so nothing unreadable is ever written back."""
+    decode_topic(data, source=source)
+    doc = dict(load_object(data, source=source))
+    doc["version"] = 3
+    doc.setdefault("adding_replicas", {})
+    doc.setdefault("removing_replicas", {})
+    doc["topic_id"] = str(topic_id)
+    return dump(doc)
+
+
 def encode_topic_legacy(partitions: Mapping[int, Sequence[int]]) -> bytes:
     """What a pre-2.4 client (Kafka 1.0 AdminUtils) writes: version 1, no id, nothing else."""
     return dump({"version": 1, "partitions": _encode_replica_map(partitions)})

@@ -104,6 +104,7 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how
         } == pids
         assert zk_ids(incident.zk, ORDERS) == result.old_id
         assert_healed(incident.state, incident.zk, ORDERS, 6)
+        assert_restore_journaled(directory, run["run"]["run_id"], result.old_id)
         assert sampler.samples > 10
         assert sampler.offline == set()
         # Before the fix, the restarted broker had left the old partitions' ISRs (down to min
@@ -118,6 +119,28 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how
         incident.close()
     finally:
         cluster.down(directory)
+
+
+def assert_restore_journaled(directory: Path, run_id: str, topic_id: str) -> None:
+    """The znode write and the election each have a record before and after, with what they
+    did: the version written and the id, the controller epoch before and after."""
+    lines = (directory / "journal" / run_id / "journal.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+
+    def of(event: str, action: str) -> list[dict[str, Any]]:
+        return [r for r in records if r["event"] == event and str(r.get("step")).endswith(action)]
+
+    for action in (":zk-write topic-id", ":zk-write controller-election"):
+        assert len(of("step-started", action)) == 1 and len(of("step-finished", action)) == 1
+    (written,) = of("step-finished", ":zk-write topic-id")
+    assert written["result"]["topic_id"] == topic_id
+    assert isinstance(written["result"]["znode_version"], int)
+    (before,) = of("note", ":zk-write controller-election")
+    (elected,) = of("step-finished", ":zk-write controller-election")
+    assert elected["result"]["controller_epoch"] > before["controller_epoch_before"]
+    assert elected["result"]["controller"] in (1, 2, 3)
+    order = [r["step"] for r in records if r["event"] == "step-finished"]
+    assert order.index(written["step"]) < order.index(elected["step"])
 
 
 def topic_files(state: cluster.SandboxState) -> dict[str, str]:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from remediate.execute.failpoints import ENV as FAILPOINTS
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, cluster
@@ -125,6 +131,132 @@ def test_a_disagreement_among_the_replicas_is_refused_with_the_reason(tmp_path: 
         assert "replicas disagree" in reasons and str(planted) in reasons
         assert zookeeper_tree(incident.zk) == zk_before
         assert partition_files(incident.state) == disk_before
+        incident.close()
+    finally:
+        cluster.down(directory)
+
+
+def journal(directory: Path, run_id: str) -> list[dict[str, Any]]:
+    lines = (directory / "journal" / run_id / "journal.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def run_ids(directory: Path) -> set[str]:
+    runs = directory / "journal"
+    return {p.name for p in runs.iterdir()} if runs.exists() else set()
+
+
+def latest_run(directory: Path) -> str:
+    runs = sorted(p for p in (directory / "journal").iterdir() if (p / "journal.jsonl").exists())
+    return runs[-1].name
+
+
+def without_lock(tree: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in tree.items() if not k.startswith("/remediate")}
+
+
+def plan_to(config: Path, path: Path) -> dict[str, Any]:
+    planned = run_cli("plan", "-c", str(config), "-o", str(path), "--json")
+    assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-2000:]
+    document: dict[str, Any] = json.loads(path.read_text())
+    assert [s["kind"] for s in document["steps"]] == ["restore"], document["steps"]
+    return document
+
+
+def apply_command(config: Path, plan_path: Path, digest: str) -> list[str]:
+    return [
+        str(Path(sys.executable).parent / "remediate"),
+        *("apply", "-c", str(config), "--plan", str(plan_path), "--approve", digest, "--json"),
+    ]
+
+
+def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path) -> None:
+    """Another writer between plan and apply: refused by the drift check; another writer
+    between the operator's read and its write: the CAS loses, nothing is written; a plan made
+    afterwards restores the id and keeps what that writer put in the znode."""
+    directory = tmp_path / "sandbox"
+    cluster.up(directory, kafka_version="3.4")
+    try:
+        incident = legacy_add(directory)
+        zk, config, path = incident.zk, directory / "cluster.yaml", f"/brokers/topics/{TOPIC}"
+
+        # 1. Between plan and apply, an admin tool rewrites the znode (same content, new version).
+        first = plan_to(config, tmp_path / "first.json")
+        data, stat = zk.get(path)
+        zk.set(path, data, version=stat.version)
+        zk_before, disk_before = zookeeper_tree(zk), partition_files(incident.state)
+        refused = run_cli(*apply_command(config, tmp_path / "first.json", first["digest"])[1:])
+        assert refused.returncode == 4, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert "changed since the plan was made" in refused.stderr
+        assert (
+            f"topic {TOPIC} znode: plan version {stat.version}, now version {stat.version + 1}"
+            in refused.stderr
+        )
+        assert without_lock(zookeeper_tree(zk)) == without_lock(zk_before)
+        assert partition_files(incident.state) == disk_before
+
+        # 2. The operator has read the znode and is about to write it when a reassignment tool
+        #    (2.4-2.7: version 2, no id) writes it: the compare-and-set loses.
+        second = plan_to(config, tmp_path / "second.json")
+        before = run_ids(directory)
+        env = {**os.environ, FAILPOINTS: "zk-write topic-id:read=sleep:5"}
+        process = subprocess.Popen(
+            apply_command(config, tmp_path / "second.json", second["digest"]),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+
+        def writing() -> bool:
+            return any(
+                r["event"] == "step-started" and str(r["step"]).endswith(":zk-write topic-id")
+                for run in run_ids(directory) - before
+                if (directory / "journal" / run / "journal.jsonl").exists()
+                for r in journal(directory, run)
+            )
+
+        wait_for(lambda: writing() or process.poll() is not None, "the znode write to start")
+        time.sleep(1)  # the read is done: the operator sleeps before its write
+        assignment, version = admin.read_topic(zk, TOPIC)
+        reassigning = {
+            "version": 2,
+            "partitions": {str(p): list(r) for p, r in sorted(assignment.partitions.items())},
+            "adding_replicas": {"0": [assignment.partitions[0][0]]},
+            "removing_replicas": {"1": [assignment.partitions[1][-1]]},
+        }
+        zk.set(path, json.dumps(reassigning).encode(), version=version)
+        stdout, stderr = process.communicate(timeout=120)
+        assert process.returncode == 5, stdout[-2000:] + stderr[-2000:]
+        records = journal(directory, latest_run(directory))
+        (halted,) = [r for r in records if r["event"] == "run-halted"]
+        assert f"{path} changed while writing; nothing written" in halted["error"]
+        failed = [r for r in records if r["event"] == "step-failed"]
+        assert failed and str(failed[-1]["step"]).endswith(":zk-write topic-id")
+        assert json.loads(zk.get(path)[0]) == reassigning  # the other writer's, untouched
+
+        # 3. A new plan restores the id and keeps the reassignment's fields.
+        third = plan_to(config, tmp_path / "third.json")
+        (step,) = third["steps"]
+        applied = run_cli(*apply_command(config, tmp_path / "third.json", third["digest"])[1:])
+        assert applied.returncode == 0, applied.stdout[-2000:] + applied.stderr[-2000:]
+        data, stat = zk.get(path)
+        assert json.loads(data) == {
+            **reassigning,
+            "version": 3,
+            "topic_id": incident.result.old_id,
+        }
+        records = journal(directory, json.loads(applied.stdout)["run_id"])
+        written = [
+            r
+            for r in records
+            if r["event"] == "step-finished" and str(r["step"]).endswith(":zk-write topic-id")
+        ]
+        assert [r["result"] for r in written] == [
+            {"znode_version": stat.version, "topic_id": incident.result.old_id}
+        ]
+        assert step["znode_version"] == stat.version - 1
+        assert not any("controller-election" in str(r.get("step")) for r in records)
         incident.close()
     finally:
         cluster.down(directory)

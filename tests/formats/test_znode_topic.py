@@ -22,9 +22,11 @@ from remediate.formats.znodes import (
     encode_topic_legacy,
     partition_state_path,
     topic_path,
+    with_topic_id,
 )
 from tests.formats.helpers import (
     FAST,
+    OTHER_ID_TEXT,
     TOPIC_ID,
     TOPIC_ID_TEXT,
     expect_format_error,
@@ -235,6 +237,97 @@ def test_topic_round_trip(
     assert decoded == dataclasses.replace(assignment, version=3)
     legacy = decode_topic(encode_topic_legacy(partitions), source=TOPIC)
     assert legacy == TopicAssignment(partitions, None, {}, {}, 1)
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        pytest.param(
+            {"version": 1, "partitions": {"0": [1, 2]}},
+            {
+                "version": 3,
+                "partitions": {"0": [1, 2]},
+                "adding_replicas": {},
+                "removing_replicas": {},
+                "topic_id": TOPIC_ID_TEXT,
+            },
+            id="legacy-v1-upgraded",
+        ),
+        pytest.param(
+            {
+                "version": 2,
+                "partitions": {"0": [1, 2, 4], "1": [2, 3]},
+                "adding_replicas": {"0": [4]},
+                "removing_replicas": {"0": [3]},
+            },
+            {
+                "version": 3,
+                "partitions": {"0": [1, 2, 4], "1": [2, 3]},
+                "adding_replicas": {"0": [4]},
+                "removing_replicas": {"0": [3]},
+                "topic_id": TOPIC_ID_TEXT,
+            },
+            id="reassignment-in-flight-kept",
+        ),
+        pytest.param(
+            {"partitions": {"0": [1]}, "topic_id": OTHER_ID_TEXT, "x_future_field": [1, {"a": 2}]},
+            {
+                "version": 3,
+                "partitions": {"0": [1]},
+                "adding_replicas": {},
+                "removing_replicas": {},
+                "topic_id": TOPIC_ID_TEXT,
+                "x_future_field": [1, {"a": 2}],
+            },
+            id="other-id-replaced-unknown-field-kept",
+        ),
+    ],
+)
+def test_with_topic_id_keeps_every_other_field(
+    doc: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    written = with_topic_id(as_bytes(doc), TOPIC_ID, source=TOPIC)
+    assert json.loads(written) == expected
+    assert decode_topic(written, source=TOPIC).topic_id == TOPIC_ID
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        pytest.param(b"", "data", id="empty"),
+        pytest.param(as_bytes({"version": 1}), "partitions", id="no-partitions"),
+        pytest.param(as_bytes({"partitions": {"x": [1]}}), "partitions", id="bad-partition-key"),
+        pytest.param(
+            as_bytes({"partitions": {}, "adding_replicas": []}), "adding_replicas", id="bad-adding"
+        ),
+    ],
+)
+def test_with_topic_id_never_writes_back_what_kafka_cannot_read(data: bytes, field: str) -> None:
+    expect_format_error(
+        lambda: with_topic_id(data, TOPIC_ID, source=TOPIC), source=TOPIC, field=field
+    )
+
+
+@FAST
+@given(
+    partitions=replica_maps,
+    old_id=st.none() | topic_ids,
+    adding=replica_maps,
+    removing=replica_maps,
+    topic_id=topic_ids,
+)
+def test_with_topic_id_changes_nothing_but_the_id(
+    partitions: dict[int, tuple[int, ...]],
+    old_id: TopicId | None,
+    adding: dict[int, tuple[int, ...]],
+    removing: dict[int, tuple[int, ...]],
+    topic_id: TopicId,
+) -> None:
+    before = TopicAssignment(partitions, old_id, adding, removing)
+    written = decode_topic(
+        with_topic_id(encode_topic(before), topic_id, source=TOPIC), source=TOPIC
+    )
+    assert written == dataclasses.replace(before, topic_id=topic_id, version=3)
 
 
 # -- partition state ---------------------------------------------------------------------------
