@@ -130,6 +130,7 @@ class _Run:
     backups: dict[int, Backup] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
     repaired: set[tuple[int, TopicPartition]] = field(default_factory=set)
+    gated: set[str] = field(default_factory=set)  # gates passed by this process
 
 
 class Executor:
@@ -454,9 +455,12 @@ class Executor:
             if action == "gate agreement":
                 if self._finished(state, action_key(index, step, "zk-write topic-id")):
                     continue
-                self._act(state, key, lambda: self._agreement_gate(step))
+                if not self._finished(state, key):
+                    self._act(state, key, lambda: self._agreement_gate(step))
+                    state.gated.add(key)
             elif action == "zk-write topic-id":
-                self._act(state, key, lambda: self._write_topic_id(step), True)
+                gate = action_key(index, step, "gate agreement")
+                self._act(state, key, partial(self._gated_write, step, gate, state), True)
             elif action == "zk-write controller-election":
                 if not step.reelect:
                     continue
@@ -533,6 +537,18 @@ class Executor:
             return f"no replica holds {expected}"
         return None
 
+    def _gated_write(self, step: RestoreStep, gate: str, state: _Run) -> dict[str, Any]:
+        # Resumed after the gate passed in an earlier process: minutes may have passed, so the
+        # gate is checked again right before the write (unless the write already happened).
+        if gate not in state.gated and not self._holds(step):
+            self._journal("note", step=gate, decision="resumed: the gate is checked again")
+            self._agreement_gate(step)
+        return self._write_topic_id(step)
+
+    def _holds(self, step: RestoreStep) -> bool:
+        topic = self._read([step.topic]).topics.get(step.topic)
+        return topic is not None and topic.topic_id == step.topic_id
+
     def _write_topic_id(self, step: RestoreStep) -> dict[str, Any]:
         path = topic_path(step.topic)
         data, stat = self._zk(lambda: self.s.zk.get(path))
@@ -569,6 +585,12 @@ class Executor:
         ]
         if recorded and isinstance(recorded[-1], int) and before > recorded[-1]:
             return {"controller_epoch": before, "already": True}
+        # A fresh check right before the election (a resumed run may come minutes later): no
+        # topic may be without an id, or the new controller mints one no replica holds.
+        blocker = missing_id_blocker(self._read(), restored=())
+        self._journal("gate", step=key, blocker=blocker)
+        if blocker:
+            raise HaltedError(f"controller election refused: {blocker}")
         self._journal("note", step=key, controller_epoch_before=before)
         self.lock.ensure_held()
         with contextlib.suppress(NoNodeError):

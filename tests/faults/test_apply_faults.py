@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -24,9 +25,10 @@ from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from remediate.errors import SandboxError
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
+from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, cluster, process
 from remediate.sandbox.config import SANDBOX_DEFAULTS
-from remediate.sandbox.reproduce import wait_for
+from remediate.sandbox.reproduce import partition_states, replica_file_ids, wait_for
 from tests.execute.sandbox_tools import run_cli
 from tests.faults.apply_lab import (
     AREA,
@@ -159,6 +161,122 @@ def test_sigkill_in_the_middle_of_an_action(healthy_lab: ApplyLab) -> None:
     assert again == {p.split(":", maxsplit=1)[0] for p in points}, "not re-verified"
     assert actions_of(resumed) == ACTIONS
     lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+
+RESTORE_ACTIONS = [
+    "gate agreement",
+    "zk-write topic-id",
+    "zk-write controller-election",
+    "wait in-sync",
+    "verify topic-ids",
+]
+AGREED = "ledger-ids"
+
+
+def plant_agreed_mismatch(lab: ApplyLab) -> tuple[tuple[Path, dict[str, Any]], str]:
+    """A topic whose replicas all hold X while ZooKeeper holds a foreign id that a controller
+    has loaded (the incident after its failover, on 3.x): a restore plan with an election."""
+    if not lab.zk.exists(f"/brokers/topics/{AGREED}"):
+        admin.create_topic(lab.zk, AGREED, 3, 3, config={"min.insync.replicas": "2"})
+        wait_for(
+            lambda: len([v for v in replica_file_ids(lab.state, AGREED).values() if v]) == 9,
+            "every replica to write partition.metadata",
+        )
+    (held,) = set(replica_file_ids(lab.state, AGREED).values())
+    assert held is not None
+    path = f"/brokers/topics/{AGREED}"
+    data, stat = lab.zk.get(path)
+    foreign = json.loads(data) | {"topic_id": str(TopicId.random())}
+    lab.zk.set(path, json.dumps(foreign).encode(), version=stat.version)
+    epoch = lab.controller_epoch()
+    admin.failover_controller(lab.zk)
+    wait_for(
+        lambda: lab.controller_epoch() > epoch and admin.current_controller(lab.zk) is not None,
+        "a new controller",
+    )
+    lab.plans.clear()  # the controller epoch moved on
+    plan_path = lab.directory / f"restore-{lab.controller_epoch()}.json"
+    planned = run_cli("plan", "-c", str(lab.config), "-o", str(plan_path))
+    assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-3000:]
+    document = json.loads(plan_path.read_text())
+    assert [(s["kind"], s["topic"], s["reelect"]) for s in document["steps"]] == [
+        ("restore", AGREED, True)
+    ], document["steps"]
+    return (plan_path, document), held
+
+
+def assert_restored(lab: ApplyLab, held: str, pids: dict[int, int | None]) -> None:
+    assignment, _ = admin.read_topic(lab.zk, AGREED)
+    assert str(assignment.topic_id) == held
+    assert set(replica_file_ids(lab.state, AGREED).values()) == {held}
+    for number, s in partition_states(lab.zk, AGREED, [0, 1, 2]).items():
+        assert sorted(s.isr) == [1, 2, 3] and s.leader >= 0, (number, s)
+    assert {b: cluster.broker_pid(lab.directory, b) for b in (1, 2, 3)} == pids, "a restart"
+
+
+@pytest.mark.fault(
+    AREA,
+    "The operator is killed (SIGKILL) at every step boundary of a restore: after the agreement"
+    " gate, the znode write, the controller election, the wait and the verify",
+    "Each `resume` goes on from the next action (a gate passed before the crash is checked"
+    " again before the write); nothing is written or elected twice, no broker restarts, and the"
+    " topic ends with the replicas' id in ZooKeeper and a full ISR",
+)
+def test_sigkill_at_every_step_boundary_of_a_restore(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    plan, held = plant_agreed_mismatch(lab)
+    pids = {b: cluster.broker_pid(lab.directory, b) for b in (1, 2, 3)}
+    run = lab.finish(lab.start_apply(plan, failpoints=f"{RESTORE_ACTIONS[0]}:finished=kill"))
+    for number, action in enumerate(RESTORE_ACTIONS):
+        if number > 0:
+            run = lab.resume(run.run_id, failpoints=f"{action}:finished=kill")
+        assert run.exit_code == -signal.SIGKILL, (action, run.stdout[-1000:], run.stderr[-2000:])
+        assert actions_of(run) == RESTORE_ACTIONS[: number + 1]
+        assert lab.status(run.run_id)["status"] == "running"
+    resumed = assert_resumed_to_the_end(lab, run)
+    assert actions_of(resumed) == RESTORE_ACTIONS
+    assert len(resumed.events("step-started")) == len(RESTORE_ACTIONS)
+    # The resume after the gate's crash checked it again right before the write.
+    assert any(
+        "the gate is checked again" in str(r.get("decision")) for r in resumed.events("note")
+    )
+    elections = [r for r in resumed.events("note") if "controller_epoch_before" in r]
+    assert len(elections) == 1
+    assert_restored(lab, held, pids)
+    lab.plans.clear()
+
+
+@pytest.mark.fault(
+    AREA,
+    "The operator is killed in the middle of a restore's znode write and of its controller"
+    " election (done, not yet journaled)",
+    "`resume` finds the id already in the znode and a newer controller epoch than the one it"
+    " recorded before the election, and neither writes nor elects again",
+)
+def test_sigkill_in_the_middle_of_a_restore(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    plan, held = plant_agreed_mismatch(lab)
+    pids = {b: cluster.broker_pid(lab.directory, b) for b in (1, 2, 3)}
+    points = ["zk-write topic-id:done", "zk-write controller-election:done"]
+    run = lab.finish(lab.start_apply(plan, failpoints=f"{points[0]}=kill"))
+    for number, point in enumerate(points):
+        if number > 0:
+            run = lab.resume(run.run_id, failpoints=f"{point}=kill")
+        assert run.exit_code == -signal.SIGKILL, (point, run.stdout[-1000:], run.stderr[-2000:])
+        last = [r for r in run.records if str(r["event"]).startswith("step-")][-1]
+        assert last["event"] == "step-started" and str(last["step"]).endswith(
+            ":" + point.split(":", maxsplit=1)[0]
+        )
+    epoch = lab.controller_epoch()
+    resumed = assert_resumed_to_the_end(lab, run)
+    results = {
+        str(r["step"]).split(":", 2)[2]: r["result"] for r in resumed.events("step-finished")
+    }
+    assert results["zk-write topic-id"].get("already") is True
+    assert results["zk-write controller-election"].get("already") is True
+    assert lab.controller_epoch() == epoch, "the controller was elected again"
+    assert_restored(lab, held, pids)
+    lab.plans.clear()
 
 
 # -- the broker does not come back -----------------------------------------------------------
