@@ -76,6 +76,7 @@ from remediate.state import ClusterState, TopicPartition
 POLL_S = 0.02
 NO_FILE = "no partition.metadata yet"
 SAMPLE_EVERY_S = 1.0
+EXIT_CHECK_S = 1.0  # how often a wait for registration asks the service whether it runs
 ELECTION_TIMEOUT_S = 60.0
 SERVICE_TIMEOUT_S = 300.0
 
@@ -355,11 +356,38 @@ class Executor:
             )
             self._service(broker, "start", done=partial(self._registered, broker))
         self._wait(
-            partial(self._unregistered_reason, broker),
+            self._registration_blocker(broker),
             timeout=gates.start_timeout_s,
             what=f"broker {broker} to register",
         )
         return {"registered": broker}
+
+    def _registration_blocker(self, broker: int) -> Callable[[], str | None]:
+        """Why `broker` is not registered yet; a process that exited after its start (the
+        status command says twice, a second apart, that it is not running) halts at once
+        instead of waiting out the start timeout."""
+        clock = self.s.clock
+        watch = {"next": clock.monotonic() + EXIT_CHECK_S, "down": 0}
+
+        def blocker() -> str | None:
+            reason = self._unregistered_reason(broker)
+            now = clock.monotonic()
+            if reason is None or self.s.config.service.status is None or now < watch["next"]:
+                return reason
+            watch["next"] = now + EXIT_CHECK_S
+            try:
+                down = self._process_down(broker)
+            except TransportError:
+                return reason  # unknown: the wait's own timeout still bounds it
+            watch["down"] = watch["down"] + 1 if down else 0
+            if watch["down"] >= 2:
+                raise HaltedError(
+                    f"broker {broker} exited after its start: its status command says it is"
+                    " not running (see the broker's own log)"
+                )
+            return reason
+
+        return blocker
 
     def _wait_in_sync(self, broker: int, gates: Gates) -> dict[str, Any]:
         held = self._wait(

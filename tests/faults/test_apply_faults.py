@@ -309,9 +309,11 @@ def test_a_failing_start_command_halts_and_resume_finishes(healthy_lab: ApplyLab
 
 @pytest.mark.fault(
     AREA,
-    "A broker's process exits at once after its start command succeeds",
-    "The run halts (exit 5) when the start timeout passes with the broker unregistered;"
-    " `resume` sees it is not running, starts it again (journaled) and finishes",
+    "A broker's process exits at once after its start command succeeds (its log dir's"
+    " meta.properties names another broker.id, so it dies with Kafka's fatal startup error)",
+    "The run halts (exit 5) within seconds, not at the start timeout: the status command says"
+    " twice that the broker is not running; once the cause is fixed, `resume` starts it again"
+    " (journaled) and finishes",
 )
 def test_a_broker_that_exits_at_once_halts_and_resume_starts_it(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
@@ -319,11 +321,26 @@ def test_a_broker_that_exits_at_once_halts_and_resume_starts_it(healthy_lab: App
     lab.plant([target])
     plan = lab.plan([target])
     planted = lab.snapshot_files(plan[1])
-    gone = lab.with_service(start="true")
-    run = lab.finish(lab.start_apply(plan, config=gone))
+    before = runs(lab)
+    process_ = lab.start_apply(plan, failpoints="delete:finished=sleep:5")
+    lab.await_journal(process_, before, "step-finished", ":delete", "the delete")
+    # While the operator pauses after its delete, a log dir is swapped for one written by
+    # another broker: Kafka refuses to start on it ("doesn't match stored broker.id").
+    meta = Path(lab.state.broker(target).log_dirs[0]) / "meta.properties"
+    original = meta.read_bytes()
+    meta.write_bytes(original.replace(f"broker.id={target}".encode(), b"broker.id=99"))
+    assert meta.read_bytes() != original
+    try:
+        run = lab.finish(process_)
+    finally:
+        meta.write_bytes(original)  # the operator's fix
     assert run.exit_code == 5, run.stderr[-3000:]
     (halted,) = run.events("run-halted")
-    assert f"waiting for broker {target} to register" in halted["error"]
+    assert f"broker {target} exited after its start" in halted["error"]
+    assert "timed out" not in halted["error"]
+    log = lab.directory / f"broker-{target}" / "logs" / "server.log"
+    assert "Fatal error during KafkaServer startup" in log.read_text()
+    assert actions_of(run)[-1] == "start"
     lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
 
     resumed = assert_resumed_to_the_end(lab, run)
