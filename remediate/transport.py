@@ -26,6 +26,8 @@ from remediate.ports import CommandResult
 SHELL = "/bin/sh"
 # invoke reads command output 1000 bytes at a time; an inventory is megabytes.
 READ_CHUNK = 64 * 1024
+# paramiko reports -1 when a channel closes without the command's exit status.
+NO_EXIT_STATUS = -1
 
 
 class _Local(Local):
@@ -155,6 +157,13 @@ class SshTransport:
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
             raise TransportError(f"{self.description}: connection lost: {exc}") from exc
+        if result.exited == NO_EXIT_STATUS:
+            # The channel closed before the command's exit status came back: the connection
+            # died under a running command, whose effect is unknown (not a failed command).
+            self.close()
+            raise TransportError(
+                f"{self.description}: connection lost while the command ran (no exit status)"
+            )
         return CommandResult(int(result.exited), str(result.stdout), str(result.stderr))
 
     def close(self) -> None:

@@ -8,7 +8,7 @@ partitions costs a handful of round trips, not fifty thousand. Connection loss i
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,14 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError, OperationTimeoutError
 from kazoo.handlers.threading import KazooTimeoutError
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 from remediate.errors import FormatError, ZooKeeperError
 from remediate.formats.znodes import (
@@ -249,12 +256,6 @@ def _decode_singles(
         return None, None, None
 
 
-@retry(
-    retry=retry_if_exception_type(TRANSIENT),
-    stop=stop_after_attempt(5),
-    wait=wait_exponential(multiplier=0.2, max=3),
-    reraise=True,
-)
 def _read(zk: KazooClient, topics_filter: Iterable[str] | None) -> ClusterState:
     problems: list[str] = []
     singles = _gather({p: zk.get_async(p) for p in (CONTROLLER, CONTROLLER_EPOCH, CLUSTER_ID)})
@@ -287,10 +288,33 @@ def _read(zk: KazooClient, topics_filter: Iterable[str] | None) -> ClusterState:
     )
 
 
-def read_cluster_state(zk: KazooClient, *, topics: Iterable[str] | None = None) -> ClusterState:
-    """Read the whole cluster (or only `topics`) in a few pipelined round trips."""
+OnRetry = Callable[[int, BaseException], None]
+
+
+def read_cluster_state(
+    zk: KazooClient, *, topics: Iterable[str] | None = None, on_retry: OnRetry | None = None
+) -> ClusterState:
+    """Read the whole cluster (or only `topics`) in a few pipelined round trips. A dropped
+    connection is retried (5 attempts in about 5 s); `on_retry(attempt, error)` is told of
+    each retry, so that a caller can record it."""
+
+    def tell(state: RetryCallState) -> None:
+        if on_retry is not None and state.outcome is not None:
+            error = state.outcome.exception()
+            if error is not None:
+                on_retry(state.attempt_number, error)
+
     try:
-        return _read(zk, topics)
+        for attempt in Retrying(
+            retry=retry_if_exception_type(TRANSIENT),
+            stop=stop_after_attempt(5),
+            wait=wait_exponential(multiplier=0.2, max=3),
+            before_sleep=tell,
+            reraise=True,
+        ):
+            with attempt:
+                return _read(zk, topics)
+        raise AssertionError("unreachable")  # pragma: no cover
     except TRANSIENT as exc:
         raise ZooKeeperError(
             f"ZooKeeper connection lost while reading the cluster state: {exc}"

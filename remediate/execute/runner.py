@@ -11,6 +11,7 @@ timeout halts the run with the exact state it saw.
 from __future__ import annotations
 
 import contextlib
+import queue
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,7 +25,13 @@ from kazoo.exceptions import (
     NoNodeError,
     OperationTimeoutError,
 )
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_fixed,
+)
 
 from remediate.collect.run import collect_brokers, inspect_broker
 from remediate.collect.zookeeper import read_cluster_state
@@ -143,10 +150,32 @@ class Executor:
         self.run_id = journal.run_id
         self._last_sample = 0.0
         self._topic_cache: dict[int, list[str]] = {}
+        self._zk_states: queue.SimpleQueue[tuple[float, str]] = queue.SimpleQueue()
 
     # -- the run ------------------------------------------------------------------------------
 
     def run(self) -> RunOutcome:
+        # The session's ups and downs go into the journal: a run that lived through a
+        # ZooKeeper outage says so, even when every read simply waited for the reconnect.
+        self.s.zk.add_listener(self._on_zk_state)
+        try:
+            return self._run()
+        finally:
+            self.s.zk.remove_listener(self._on_zk_state)
+            self._journal_zk_states()
+
+    def _on_zk_state(self, state: str) -> None:
+        # kazoo's connection thread: only queue it; the journal is written by the run itself.
+        self._zk_states.put((self.s.clock.now(), str(state)))
+
+    def _journal_zk_states(self) -> None:
+        while not self._zk_states.empty():
+            at, zk_state = self._zk_states.get_nowait()
+            self.journal.append(
+                "zookeeper", now=self.s.clock.now(), session=zk_state, observed=round(at, 3)
+            )
+
+    def _run(self) -> RunOutcome:
         progress = replay(self.journal.records())
         state = _Run(progress)
         self._recover(state)
@@ -685,6 +714,7 @@ class Executor:
         failpoints.hit(f"{point}:finished")
 
     def _journal(self, event: str, **fields: Any) -> None:
+        self._journal_zk_states()
         self.journal.append(event, now=self.s.clock.now(), **fields)
 
     def _log(self, message: str, key: str, **fields: Any) -> None:
@@ -695,11 +725,34 @@ class Executor:
         topic = target.removeprefix("topic-") if target.startswith("topic-") else None
         self.s.log.info(message, broker=broker, topic=topic, step=step, **fields)
 
+    def _retried(self, what: str) -> Callable[[int, BaseException], None]:
+        """Journals a retry of `what` (the journal explains what a run lived through)."""
+
+        def record(attempt: int, error: BaseException) -> None:
+            self._journal(
+                "retry", what=what, attempt=attempt, error=f"{type(error).__name__}: {error}"
+            )
+            if self.s.log is not None:
+                self.s.log.warning("retrying", what=what, attempt=attempt, error=repr(error))
+
+        return record
+
+    def _before_sleep(self, what: str) -> Callable[[RetryCallState], None]:
+        record = self._retried(what)
+
+        def tell(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            if error is not None:
+                record(state.attempt_number, error)
+
+        return tell
+
     def _zk(self, call: Callable[[], Any]) -> Any:
         for attempt in Retrying(
             stop=stop_after_attempt(5),
             wait=wait_fixed(1),
             retry=retry_if_exception_type((ConnectionLoss, OperationTimeoutError)),
+            before_sleep=self._before_sleep("a ZooKeeper request"),
             reraise=True,
         ):
             with attempt:
@@ -708,7 +761,9 @@ class Executor:
 
     def _read(self, topics: Collection[str] | None = None) -> ClusterState:
         try:
-            return read_cluster_state(self.s.zk, topics=topics)
+            return read_cluster_state(
+                self.s.zk, topics=topics, on_retry=self._retried("a ZooKeeper read")
+            )
         except RemediationError as exc:
             raise HaltedError(f"ZooKeeper could not be read: {exc}") from exc
 
@@ -762,8 +817,17 @@ class Executor:
         if template is None:
             return True
         command = self.s.config.service_command("status", self.s.config.broker(broker))
-        result = self.s.transport_for(broker).run(command, timeout=60)
-        return not result.ok
+        # Read-only, so a dropped connection is simply retried.
+        for attempt in Retrying(
+            stop=stop_after_attempt(3),
+            wait=wait_fixed(1),
+            retry=retry_if_exception_type(TransportError),
+            before_sleep=self._before_sleep(f"broker {broker}'s status command"),
+            reraise=True,
+        ):
+            with attempt:
+                return not self.s.transport_for(broker).run(command, timeout=60).ok
+        raise TransportError("unreachable")  # pragma: no cover
 
     def _require_down(self, broker: int, what: str) -> None:
         if not self._is_down(broker):
@@ -781,6 +845,7 @@ class Executor:
             stop=stop_after_attempt(3),
             wait=wait_fixed(2),
             retry=retry_if_exception_type(TransportError),
+            before_sleep=self._before_sleep(f"broker {broker}'s {verb} command"),
             reraise=True,
         ):
             with attempt:

@@ -247,7 +247,7 @@ def build_report(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) 
         notes=tuple(
             Note(str(r.get("time", "")), str(r.get("step", "")), _note_text(r))
             for r in records
-            if r.get("event") == "note"
+            if r.get("event") in ("note", "retry", "zookeeper")
         ),
         backups=backups(records),
         deleted=tuple(
@@ -456,6 +456,12 @@ def _check(records: Sequence[Mapping[str, Any]]) -> Check | None:
 def _note_text(record: Mapping[str, Any]) -> str:
     if record.get("decision"):
         return str(record["decision"])
+    if record.get("event") == "zookeeper":
+        return f"the operator's ZooKeeper session: {record.get('session')}"
+    if record.get("event") == "retry":
+        return (
+            f"retried {record.get('what')} (attempt {record.get('attempt')}): {record.get('error')}"
+        )
     shown = {
         k: v for k, v in record.items() if k not in ("seq", "time", "ts", "run_id", "event", "step")
     }

@@ -103,6 +103,20 @@ def test_ssh_refuses_a_changed_host_key(ssh_host: tuple[Path, BrokerInfo], tmp_p
     assert changed.read_text() == f"[{broker.host}]:{broker.ssh_port} {key_type} {key}\n"
 
 
+def test_a_connection_that_dies_under_a_running_command_is_a_transport_error(
+    ssh_host: tuple[Path, BrokerInfo],
+) -> None:
+    """Not a command that failed (its effect is unknown): the caller may check and retry."""
+    transport = SshTransport(settings(*ssh_host))
+    try:
+        # The command kills the sshd process serving its own session, then would go on.
+        with pytest.raises(TransportError, match="connection lost"):
+            transport.run("kill -KILL $PPID; sleep 5; exit 0", timeout=20)
+        assert transport.run("echo again", timeout=20).stdout == "again\n"  # reconnected
+    finally:
+        transport.close()
+
+
 def test_ssh_needs_a_known_hosts_file(ssh_host: tuple[Path, BrokerInfo], tmp_path: Path) -> None:
     with pytest.raises(HostKeyError, match="does not exist"):
         SshTransport(settings(*ssh_host, known_hosts=tmp_path / "nope")).run("true", timeout=10)

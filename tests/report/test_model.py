@@ -205,3 +205,21 @@ def test_records_of_unknown_or_odd_shape_do_not_break_the_report(
 def test_an_empty_journal_has_no_report() -> None:
     with pytest.raises(JournalError):
         build_report([], PLAN)
+
+
+def test_notes_and_retries_are_shown_in_order_with_what_was_retried() -> None:
+    entries: list[Entry] = [
+        *CRASHED_WHILE_DOWN,
+        (
+            1.3,
+            "retry",
+            {"what": "broker 2's stop command", "attempt": 1, "error": "TransportError: lost"},
+        ),
+        (1.4, "zookeeper", {"session": "SUSPENDED", "observed": T0 + 1.35}),
+    ]
+    report = build_report(records(*entries), PLAN)
+    assert [(n.step, n.text) for n in report.notes] == [
+        ("0:broker-2:delete", "deleting 2 files"),
+        ("", "retried broker 2's stop command (attempt 1): TransportError: lost"),
+        ("", "the operator's ZooKeeper session: SUSPENDED"),
+    ]
