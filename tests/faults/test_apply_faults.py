@@ -40,6 +40,7 @@ from tests.faults.apply_lab import (
     stop_lab,
     wait_stopped,
 )
+from tests.faults.apply_lab import TOPIC as LEDGER
 from tests.sandbox.helpers import wait_until
 
 pytestmark = pytest.mark.slow
@@ -537,6 +538,65 @@ def test_a_second_broker_failure_blocks_the_next_restart(healthy_lab: ApplyLab) 
     lab.wait_healthy()
     assert_resumed_to_the_end(lab, run)
     lab.plans.clear()  # the controller moved
+
+
+@pytest.mark.fault(
+    AREA,
+    "A second, unrelated broker stalls during the run (frozen, like a long GC pause or a hung"
+    " disk): still registered, but out of the ISR of the partitions it follows",
+    "The next broker's pre-gate blocks on min.insync.replicas (its restart would take those"
+    " partitions below it), the run halts (exit 5) before stopping it with that reason; once"
+    " the stalled broker is back in sync, `resume` finishes",
+)
+def test_a_broker_out_of_the_isr_blocks_the_next_restart_on_min_isr(
+    healthy_lab: ApplyLab,
+) -> None:
+    lab = healthy_lab
+    plan = lab.plan([1, 2, 3], playbook=lab.directory / "quick-rolling.yaml")
+    first, second, controller = [s["broker"] for s in plan[1]["steps"]]
+    # The broker that stalls is the one already restarted: the controller must stay alive to
+    # take it out of the ISRs (a frozen controller answers no AlterIsr).
+    bystander = first
+    # The operator freezes itself after the first broker is back in sync; its session must
+    # outlive that pause (the bystander's own session, 6 s, must too: it stays registered).
+    assert controller == lab.controller()
+    settings = lab.settings
+    settings["zookeeper"]["session_timeout_s"] = 15
+    patient = lab.directory / "cluster-patient.yaml"
+    patient.write_text(yaml.safe_dump(settings, sort_keys=False))
+    operator = lab.start_apply(plan, config=patient, failpoints="wait in-sync:finished=stop")
+    stalled: int | None = None
+    try:
+        wait_stopped(operator.pid)
+        stalled = cluster.broker_pid(lab.directory, bystander)  # restarted by the run
+        assert stalled is not None
+        os.kill(stalled, signal.SIGSTOP)
+
+        def at_min_isr() -> bool:
+            states = partition_states(lab.zk, LEDGER, [0, 1, 2]).values()
+            return any(
+                bystander not in s.isr and second in s.isr and len(s.isr) == 2 for s in states
+            )
+
+        wait_for(at_min_isr, f"broker {bystander} to leave an ISR", timeout=20)
+        assert str(bystander) in lab.zk.get_children("/brokers/ids")
+        operator.send_signal(signal.SIGCONT)
+        run = lab.finish(operator)
+    finally:
+        if stalled is not None:
+            os.kill(stalled, signal.SIGCONT)
+        operator.send_signal(signal.SIGCONT)
+    assert run.exit_code == 5, run.stderr[-3000:]
+    (halted,) = run.events("run-halted")
+    assert f"pre-gate for broker {second}" in halted["error"]
+    assert "has exactly min.insync.replicas=2 in sync" in halted["error"]
+    assert f"restarting broker {second} would take it below" in halted["error"]
+    assert [s for s in run.finished_steps() if s.endswith(":stop")] == [f"0:broker-{first}:stop"]
+    assert str(second) in lab.zk.get_children("/brokers/ids"), "the next broker was stopped"
+
+    lab.wait_healthy(timeout=60)
+    assert_resumed_to_the_end(lab, run)
+    lab.plans.clear()  # the controller may have moved
 
 
 # -- SSH ------------------------------------------------------------------------------------
