@@ -28,6 +28,7 @@ from kazoo.exceptions import (
 from tenacity import (
     RetryCallState,
     Retrying,
+    retry_if_exception,
     retry_if_exception_type,
     stop_after_attempt,
     wait_fixed,
@@ -39,6 +40,7 @@ from remediate.config import ClusterConfig
 from remediate.errors import (
     FormatError,
     HaltedError,
+    HostKeyError,
     LockLostError,
     RemediationError,
     TransportError,
@@ -86,6 +88,11 @@ SAMPLE_EVERY_S = 1.0
 EXIT_CHECK_S = 1.0  # how often a wait for registration asks the service whether it runs
 ELECTION_TIMEOUT_S = 60.0
 SERVICE_TIMEOUT_S = 300.0
+
+
+def dropped_connection(exc: BaseException) -> bool:
+    """A transport error worth retrying: never a host key that failed verification."""
+    return isinstance(exc, TransportError) and not isinstance(exc, HostKeyError)
 
 
 @dataclass(frozen=True)
@@ -821,7 +828,7 @@ class Executor:
         for attempt in Retrying(
             stop=stop_after_attempt(3),
             wait=wait_fixed(1),
-            retry=retry_if_exception_type(TransportError),
+            retry=retry_if_exception(dropped_connection),
             before_sleep=self._before_sleep(f"broker {broker}'s status command"),
             reraise=True,
         ):
@@ -844,7 +851,7 @@ class Executor:
         for attempt in Retrying(
             stop=stop_after_attempt(3),
             wait=wait_fixed(2),
-            retry=retry_if_exception_type(TransportError),
+            retry=retry_if_exception(dropped_connection),
             before_sleep=self._before_sleep(f"broker {broker}'s {verb} command"),
             reraise=True,
         ):

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -669,6 +670,69 @@ def test_a_dropped_ssh_connection_during_a_step(ssh_lab: ApplyLab) -> None:
     assert run.events("run-completed")
     lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
     lab.wait_healthy(timeout=90)
+
+
+@pytest.mark.fault(
+    AREA,
+    "A broker's SSH host key changes during the run (the host was rebuilt, or someone is in"
+    " the middle), while the broker is stopped",
+    "The next connection is refused, never retried: the run halts (exit 5) with the host key"
+    " error in the journal, nothing deleted and known_hosts untouched; once the new key is"
+    " verified and put in known_hosts, `resume` finishes",
+)
+def test_a_changed_host_key_halts_the_run_and_resume_finishes(ssh_lab: ApplyLab) -> None:
+    lab = ssh_lab
+    lab.wait_healthy()
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    settings = lab.settings
+    settings["zookeeper"]["session_timeout_s"] = 15  # it outlives the operator's pause
+    patient = lab.directory / "cluster-patient.yaml"
+    patient.write_text(yaml.safe_dump(settings, sort_keys=False))
+    ssh_dir = lab.directory / "ssh"
+    known_hosts = ssh_dir / "known_hosts"
+    trusted = known_hosts.read_text()
+    host_key = ssh_dir / f"host-{target}_ed25519"
+    operator = lab.start_apply(plan, config=patient, failpoints="stop:finished=stop")
+    try:
+        wait_stopped(operator.pid)
+        # sshd reads its host key at every new connection: a new key, and no old connection.
+        host_key.unlink()
+        host_key.with_suffix(".pub").unlink()
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True
+        )
+        drop_ssh_connections(lab, target)
+    finally:
+        operator.send_signal(signal.SIGCONT)
+    run = lab.finish(operator)
+    assert run.exit_code == 5, run.stdout[-2000:] + run.stderr[-3000:]
+    (halted,) = run.events("run-halted")
+    assert "host key has CHANGED" in halted["error"]
+    failed = run.events("step-failed")
+    assert failed and "host key has CHANGED" in failed[-1]["error"]
+    assert not any("host key" in str(r.get("error")) for r in run.events("retry"))
+    assert not [s for s in run.finished_steps() if s.endswith((":backup", ":delete"))]
+    assert lab.snapshot_files(plan[1]) == planted, "a file changed"
+    assert known_hosts.read_text() == trusted
+
+    # The operator checks the new key out of band and records it; then resumes.
+    key_type, key, *_ = host_key.with_suffix(".pub").read_text().split()
+    broker = lab.state.broker(target)
+    entry = f"[{broker.host}]:{broker.ssh_port}"
+    lines = trusted.splitlines()
+    assert sum(line.split()[0] == entry for line in lines) == 1
+    known_hosts.write_text(
+        "\n".join(
+            f"{entry} {key_type} {key}" if line.split()[0] == entry else line for line in lines
+        )
+        + "\n"
+    )
+    assert known_hosts.read_text() != trusted
+    assert_resumed_to_the_end(lab, run)
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
 
 
 # -- input and secrets, on the same sandbox ------------------------------------------------------
