@@ -226,7 +226,10 @@ class Executor:
                 broker = int(key.split(":")[1].removeprefix("broker-"))
                 state.backups[broker] = Backup.from_json(step.result["backup"])
             if key.endswith(":delete"):
-                state.deleted += list(step.result.get("deleted", []))
+                result = step.result
+                state.deleted += list(result.get("deleted", [])) + list(
+                    result.get("already_gone", [])
+                )
 
     def _next(self, remaining: list[tuple[int, PlanStep]], state: _Run) -> tuple[int, PlanStep]:
         started = [
@@ -371,9 +374,12 @@ class Executor:
         sudo = self.s.config.use_sudo(step.broker)
         verify_backup(transport, backup, sudo=sudo)
         deleted = delete_backed_up(transport, backup, sudo=sudo)
-        state.deleted += list(deleted)
+        # Gone before this call (a crash in the middle of an earlier delete): the script
+        # refuses unless every file is gone now, and each is in the verified backup.
+        gone = [e.path for e in backup.entries if e.path not in deleted]
+        state.deleted += list(deleted) + gone
         self.s.progress(f"broker {step.broker}: deleted {len(deleted)} file(s)")
-        return {"deleted": list(deleted)}
+        return {"deleted": list(deleted), "already_gone": gone}
 
     def _start(self, broker: int, gates: Gates) -> dict[str, Any]:
         if not self._registered(broker):

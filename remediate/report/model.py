@@ -254,7 +254,7 @@ def build_report(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) 
             str(path)
             for r in records
             if r.get("event") == "step-finished" and isinstance(r.get("result"), Mapping)
-            for path in _list(r["result"].get("deleted"))
+            for path in _list(r["result"].get("deleted")) + _list(r["result"].get("already_gone"))
         ),
         samples=samples(records),
         events=tuple(

@@ -165,6 +165,50 @@ def test_sigkill_in_the_middle_of_an_action(healthy_lab: ApplyLab) -> None:
     lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
 
 
+@pytest.mark.fault(
+    AREA,
+    "The operator is killed while the backup is being written (a half-written archive and its"
+    " manifest left beside the final names) and while the delete runs (one file removed, the"
+    " others not)",
+    "`resume` writes the archive again from the files and verifies it (never trusting the"
+    " partial one), deletes only what is still there, journals the file already gone, and"
+    " finishes; every deleted file is in the verified backup",
+)
+def test_sigkill_leaves_a_half_written_backup_and_a_half_done_delete(
+    healthy_lab: ApplyLab,
+) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    planted = lab.snapshot_files(plan[1])
+    run = lab.finish(lab.start_apply(plan, failpoints="backup:started=kill"))
+    assert run.exit_code == -signal.SIGKILL, run.stderr[-2000:]
+    # What the remote script leaves when it dies inside tar, after writing the manifest.
+    label = f"step1-broker{target}"
+    directory = lab.backup_dir / run.run_id / label
+    directory.mkdir(parents=True, mode=0o700)
+    (directory / f"{label}.sha256").write_text("0" * 64 + "  a/file/that/was/never/there\n")
+    (directory / f"{label}.tar.gz.partial").write_bytes(b"\x1f\x8b\x08\x00half")
+
+    run = lab.resume(run.run_id, failpoints="delete:started=kill")
+    assert run.exit_code == -signal.SIGKILL, run.stderr[-2000:]
+    assert actions_of(run)[-1] == "backup"
+    archived = lab.backed_up(run.run_id)  # verified: archive, manifest, every member
+    assert set(archived) == set(planted)
+    # The delete had removed one file when the operator died.
+    first = sorted(planted)[0]
+    Path(first).unlink()
+
+    resumed = assert_resumed_to_the_end(lab, run)
+    (deleted,) = [
+        r["result"] for r in resumed.events("step-finished") if str(r["step"]).endswith(":delete")
+    ]
+    assert deleted["already_gone"] == [first]
+    assert sorted(deleted["deleted"]) == sorted(set(planted) - {first})
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+
 RESTORE_ACTIONS = [
     "gate agreement",
     "zk-write topic-id",

@@ -20,6 +20,7 @@ from tests.report.records import (
     RESTORE_AND_ORDER,
     T0,
     Entry,
+    action,
     records,
     run_start,
     sample,
@@ -223,3 +224,11 @@ def test_notes_and_retries_are_shown_in_order_with_what_was_retried() -> None:
         ("", "retried broker 2's stop command (attempt 1): TransportError: lost"),
         ("", "the operator's ZooKeeper session: SUSPENDED"),
     ]
+
+
+def test_files_gone_before_a_resumed_delete_count_as_deleted() -> None:
+    entries: list[Entry] = [
+        *run_start(),
+        *action(1.0, 1.1, "0:broker-3:delete", deleted=[FILES[1]], already_gone=[FILES[0]]),
+    ]
+    assert build_report(records(*entries), PLAN).deleted == (FILES[1], FILES[0])
