@@ -134,7 +134,8 @@ def test_sigkill_at_every_step_boundary(healthy_lab: ApplyLab) -> None:
 
 @pytest.mark.fault(
     AREA,
-    "The operator is killed in the middle of the backup, of the delete, and of the post-gate wait",
+    "The operator is killed with the backup written and with the delete done, each before it"
+    " is journaled, and in the middle of the post-gate wait",
     "`resume` re-verifies the action in flight (a written archive is read back and kept,"
     " files already deleted are found in the verified backup) and finishes",
 )
@@ -469,8 +470,9 @@ def test_a_lost_session_stops_the_run_before_the_next_destructive_action(
 @pytest.mark.fault(
     AREA,
     "ZooKeeper is down for a while during the post-gate wait",
-    "Reads are retried, bounded; the run either carries on when ZooKeeper is back or halts"
-    " (exit 5) saying ZooKeeper could not be read, and `resume` finishes",
+    "Reads are retried, bounded; the journal records the session's suspension and return and"
+    " every retried read; the run either carries on when ZooKeeper is back or halts (exit 5)"
+    " saying ZooKeeper could not be read, and `resume` finishes",
 )
 def test_zookeeper_down_for_a_while(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
