@@ -238,15 +238,25 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
         # 3. A new plan restores the id and keeps the reassignment's fields.
         third = plan_to(config, tmp_path / "third.json")
         (step,) = third["steps"]
-        applied = run_cli(*apply_command(config, tmp_path / "third.json", third["digest"])[1:])
+        # Applied the way a person does, without --json: the report's path is printed.
+        human = apply_command(config, tmp_path / "third.json", third["digest"])
+        applied = run_cli(*human[1:-1])
         assert applied.returncode == 0, applied.stdout[-2000:] + applied.stderr[-2000:]
+        run_id = latest_run(directory)
+        (shown,) = [
+            line.removeprefix("report: ")
+            for line in applied.stderr.splitlines()
+            if line.startswith("report: ")
+        ]
+        assert Path(shown) == directory / "journal" / run_id / "report.html"
+        assert run_id in Path(shown).read_text()
         data, stat = zk.get(path)
         assert json.loads(data) == {
             **reassigning,
             "version": 3,
             "topic_id": incident.result.old_id,
         }
-        records = journal(directory, json.loads(applied.stdout)["run_id"])
+        records = journal(directory, run_id)
         written = [
             r
             for r in records

@@ -217,7 +217,7 @@ RESTORE_ACTIONS = [
     "wait in-sync",
     "verify topic-ids",
 ]
-AGREED = "ledger-ids"
+AGREED = "accounts"
 
 
 def plant_agreed_mismatch(lab: ApplyLab) -> tuple[tuple[Path, dict[str, Any]], str]:

@@ -102,8 +102,21 @@ def test_plan_lists_the_affected_brokers_controller_last_and_changes_nothing(
             assert Path(path).name in ("partition.metadata", "leader-epoch-checkpoint")
             assert str(directory.parent) in reproduced.state.broker(step["broker"]).log_dirs
         assert len(step["files"]) == 2 * len(step["partitions"])
-    assert plan["fingerprint"]["topics"] == {TOPIC: plan["fingerprint"]["topics"][TOPIC]}
-    assert set(plan["fingerprint"]["files"].values()) == {reproduced.result.old_id}
+    # The fingerprint is the cluster as it is: read back from ZooKeeper and the disks.
+    fingerprint = plan["fingerprint"]
+    cluster_id = json.loads(reproduced.zk.get("/cluster/id")[0])["id"]
+    epoch = int(reproduced.zk.get("/controller_epoch")[0])
+    topic_version = reproduced.zk.get(f"/brokers/topics/{TOPIC}")[1].version
+    registered = sorted(int(b) for b in reproduced.zk.get_children("/brokers/ids"))
+    assert (fingerprint["cluster_id"], fingerprint["controller_epoch"]) == (cluster_id, epoch)
+    assert fingerprint["brokers"] == registered == [1, 2, 3]
+    assert fingerprint["topics"] == {TOPIC: topic_version}
+    assert fingerprint["files"] == {
+        f"{step['broker']}:{path}": reproduced.result.old_id
+        for step in plan["steps"]
+        for path in step["files"]
+        if path.endswith("/partition.metadata")
+    }
 
     assert markdown.returncode == 4, markdown.stderr[-2000:]
     text = markdown.stdout

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 from remediate.plan import Plan, PlanOptions, compute_digest, make_plan, plan_from_json
 from remediate.playbook import Playbook, load_playbook
-from remediate.render import plan_markdown
+from remediate.render import plan_markdown, plan_table
 from remediate.scan.report import Finding
 from remediate.state import ClusterState
 from tests.plan.model import cluster, findings_for
@@ -382,3 +383,38 @@ def test_the_digest_changes_when_any_nested_value_changes(data: st.DataObject) -
         node = node[key]
     node[path[-1]] = new
     assert compute_digest(target) != original
+
+
+def render_table(plan: Plan) -> str:
+    console = Console(width=200, record=True, color_system=None)
+    console.print(plan_table(plan))
+    return console.export_text()
+
+
+def test_the_table_shows_every_step_in_order_with_its_files_and_impact() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=2)
+    kinds = {(2, "t", 0): "TOPIC_ID_MISMATCH", (3, "t", 0): "TOPIC_ID_MISMATCH"}
+    plan = plan_for(state, findings_for(state, kinds))
+    text = render_table(plan)
+    assert f"digest {plan.digest}" in text
+    assert "controller: broker 2; 2 step(s)" in text
+    assert ": ready" in text
+    rows = [
+        line for line in text.splitlines() if line.startswith("│ 1 ") or line.startswith("│ 2 ")
+    ]
+    assert [row.split("│")[2].strip() for row in rows] == ["3", "2 (controller)"]
+    for path in files(3, "t-0") + files(2, "t-0"):
+        assert path in text
+    assert "t-0: isr 3 -> 2 (min 2)" in text
+    assert "broker 1: nothing to fix: 1 replica(s) agree with ZooKeeper" in text
+
+
+def test_the_table_of_a_refused_plan_says_so_and_lists_every_refusal() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=2)
+    kinds = {(b, "t", 0): "TOPIC_ID_MISMATCH_OUT_OF_ISR" for b in (1, 2, 3)}
+    plan = plan_for(state, findings_for(state, kinds))
+    assert plan.refused and plan.refusals
+    text = render_table(plan)
+    assert ": REFUSED" in text
+    for reason in plan.refusals:
+        assert reason[:60] in " ".join(text.split())
