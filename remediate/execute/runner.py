@@ -760,6 +760,17 @@ class Executor:
 
         return tell
 
+    def _over_ssh(self, what: str, *, wait_s: float) -> Retrying:
+        """Three attempts at a remote command whose connection may drop, each retry journaled
+        (a host key that fails verification is never retried)."""
+        return Retrying(
+            stop=stop_after_attempt(3),
+            wait=wait_fixed(wait_s),
+            retry=retry_if_exception(dropped_connection),
+            before_sleep=self._before_sleep(what),
+            reraise=True,
+        )
+
     def _zk(self, call: Callable[[], Any]) -> Any:
         for attempt in Retrying(
             stop=stop_after_attempt(5),
@@ -831,13 +842,7 @@ class Executor:
             return True
         command = self.s.config.service_command("status", self.s.config.broker(broker))
         # Read-only, so a dropped connection is simply retried.
-        for attempt in Retrying(
-            stop=stop_after_attempt(3),
-            wait=wait_fixed(1),
-            retry=retry_if_exception(dropped_connection),
-            before_sleep=self._before_sleep(f"broker {broker}'s status command"),
-            reraise=True,
-        ):
+        for attempt in self._over_ssh(f"broker {broker}'s status command", wait_s=1):
             with attempt:
                 return not self.s.transport_for(broker).run(command, timeout=60).ok
         raise TransportError("unreachable")  # pragma: no cover
@@ -854,13 +859,7 @@ class Executor:
         """Run a service command, retrying a dropped connection only after re-checking that
         the command has not already taken effect."""
         command = self.s.config.service_command(verb, self.s.config.broker(broker))
-        for attempt in Retrying(
-            stop=stop_after_attempt(3),
-            wait=wait_fixed(2),
-            retry=retry_if_exception(dropped_connection),
-            before_sleep=self._before_sleep(f"broker {broker}'s {verb} command"),
-            reraise=True,
-        ):
+        for attempt in self._over_ssh(f"broker {broker}'s {verb} command", wait_s=2):
             with attempt:
                 if attempt.retry_state.attempt_number > 1 and done():
                     return

@@ -76,11 +76,7 @@ def create_topic(zk_connect: str, **client: Any) -> None:
 @pytest.fixture(scope="module")
 def sasl_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     directory = tmp_path_factory.mktemp("zk-sasl")
-    jaas = directory / "jaas.conf"
-    jaas.write_text(
-        "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
-        f'  user_{USER}="{PASSWORD}";\n}};\n'
-    )
+    jaas = sasl_jaas(directory, USER, PASSWORD)
     port = zkserver.free_port()
     zkserver.write_config(
         directory,
@@ -92,9 +88,7 @@ def sasl_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "enforce.auth.schemes": "sasl",
         },
     )
-    pid = zkserver.start(
-        directory, "127.0.0.1", port, jvm_flags=(f"-Djava.security.auth.login.config={jaas}",)
-    )
+    pid = zkserver.start(directory, "127.0.0.1", port, jvm_flags=(jaas,))
     connect_string = f"127.0.0.1:{port}"
     create_topic(
         connect_string,
@@ -205,32 +199,48 @@ def issue(
     return cert_path, key_path
 
 
-@pytest.fixture(scope="module")
-def tls_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """(connect string of the TLS port, directory holding ca.pem, client.pem/.key, rogue-*)."""
-    directory = tmp_path_factory.mktemp("zk-tls")
+def tls_server_settings(directory: Path) -> tuple[dict[str, str], int]:
+    """Certificates in `directory` (ca.pem; server's; client.pem and client.key) and the zoo.cfg
+    settings of a TLS client port on 127.0.0.1 that requires a client certificate; returns
+    (settings, that port). ZooKeeper needs `zkserver.NETTY_FOR_TLS` on its classpath."""
     ca = make_ca(directory, "ca")
     server_cert, server_key = issue(directory, "server", ca)
     keystore = directory / "server-keystore.pem"
     keystore.write_bytes(server_key.read_bytes() + server_cert.read_bytes())
     issue(directory, "client", ca)
-    issue(directory, "rogue-client", make_ca(directory, "rogue-ca"))
-    port, secure_port = zkserver.free_port(), zkserver.free_port()
-    zkserver.write_config(
-        directory,
-        "127.0.0.1",
-        port,
-        extra={
-            "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
-            "secureClientPort": str(secure_port),
-            "secureClientPortAddress": "127.0.0.1",
-            "ssl.keyStore.location": str(keystore),
-            "ssl.keyStore.type": "PEM",
-            "ssl.trustStore.location": str(directory / "ca.pem"),
-            "ssl.trustStore.type": "PEM",
-            "ssl.clientAuth": "need",
-        },
+    secure_port = zkserver.free_port()
+    settings = {
+        "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+        "secureClientPort": str(secure_port),
+        "secureClientPortAddress": "127.0.0.1",
+        "ssl.keyStore.location": str(keystore),
+        "ssl.keyStore.type": "PEM",
+        "ssl.trustStore.location": str(directory / "ca.pem"),
+        "ssl.trustStore.type": "PEM",
+        "ssl.clientAuth": "need",
+    }
+    return settings, secure_port
+
+
+def sasl_jaas(directory: Path, user: str, password: str) -> str:
+    """The JVM flag of a JAAS file in `directory` that lets ZooKeeper accept `user`'s
+    DIGEST-MD5 login."""
+    jaas = directory / "jaas.conf"
+    jaas.write_text(
+        "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+        f'  user_{user}="{password}";\n}};\n'
     )
+    return f"-Djava.security.auth.login.config={jaas}"
+
+
+@pytest.fixture(scope="module")
+def tls_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """(connect string of the TLS port, directory holding ca.pem, client.pem/.key, rogue-*)."""
+    directory = tmp_path_factory.mktemp("zk-tls")
+    tls, secure_port = tls_server_settings(directory)
+    issue(directory, "rogue-client", make_ca(directory, "rogue-ca"))
+    port = zkserver.free_port()
+    zkserver.write_config(directory, "127.0.0.1", port, extra=tls)
     pid = zkserver.start(directory, "127.0.0.1", port, classpath=zkserver.NETTY_FOR_TLS)
     create_topic(f"127.0.0.1:{port}")
     yield f"127.0.0.1:{secure_port}", directory

@@ -334,6 +334,15 @@ class ApplyLab:
         loaded: dict[str, Any] = json.loads(shown.stdout)
         return loaded
 
+    def patient_config(self, session_timeout_s: float = 15) -> Path:
+        """A copy of cluster.yaml whose ZooKeeper session outlives a pause of the operator
+        (the lab's own is short, so that a killed operator's lock is soon free)."""
+        settings = self.settings
+        settings["zookeeper"]["session_timeout_s"] = session_timeout_s
+        path = self.directory / "cluster-patient.yaml"
+        path.write_text(yaml.safe_dump(settings, sort_keys=False))
+        return path
+
     def with_service(self, **commands: str) -> Path:
         """A copy of cluster.yaml whose service commands are replaced (a broken unit file)."""
         settings = self.settings

@@ -83,6 +83,15 @@ def one_broker(lab: ApplyLab) -> int:
     return next(b for b in (1, 2, 3) if b != controller)
 
 
+def armed(lab: ApplyLab) -> tuple[int, tuple[Path, dict[str, Any]], dict[str, bytes]]:
+    """A broker other than the controller with the mismatch planted, its plan, and the bytes
+    of the planted files (what a backup must hold)."""
+    target = one_broker(lab)
+    lab.plant([target])
+    plan = lab.plan([target])
+    return target, plan, lab.snapshot_files(plan[1])
+
+
 def actions_of(run: Run) -> list[str]:
     return [key.split(":", 2)[2] for key in run.finished_steps()]
 
@@ -112,10 +121,7 @@ def assert_resumed_to_the_end(lab: ApplyLab, run: Run) -> Run:
 )
 def test_sigkill_at_every_step_boundary(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    _target, plan, planted = armed(lab)
     run = lab.finish(lab.start_apply(plan, failpoints=f"{ACTIONS[0]}:finished=kill"))
     for number, action in enumerate(ACTIONS):
         if number > 0:
@@ -141,10 +147,7 @@ def test_sigkill_at_every_step_boundary(healthy_lab: ApplyLab) -> None:
 )
 def test_sigkill_in_the_middle_of_an_action(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    _target, plan, planted = armed(lab)
     points = ["backup:done", "delete:done", "wait in-sync:started"]
     run = lab.finish(lab.start_apply(plan, failpoints=f"{points[0]}=kill"))
     for number, point in enumerate(points):
@@ -179,10 +182,7 @@ def test_sigkill_leaves_a_half_written_backup_and_a_half_done_delete(
     healthy_lab: ApplyLab,
 ) -> None:
     lab = healthy_lab
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    target, plan, planted = armed(lab)
     run = lab.finish(lab.start_apply(plan, failpoints="backup:started=kill"))
     assert run.exit_code == -signal.SIGKILL, run.stderr[-2000:]
     # What the remote script leaves when it dies inside tar, after writing the manifest.
@@ -337,10 +337,7 @@ def test_sigkill_in_the_middle_of_a_restore(healthy_lab: ApplyLab) -> None:
 )
 def test_a_failing_start_command_halts_and_resume_finishes(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    target, plan, planted = armed(lab)
     broken = lab.with_service(start="echo 'unit kafka.service not found' >&2; exit 1")
     run = lab.finish(lab.start_apply(plan, config=broken))
     assert run.exit_code == 5, run.stderr[-3000:]
@@ -364,10 +361,7 @@ def test_a_failing_start_command_halts_and_resume_finishes(healthy_lab: ApplyLab
 )
 def test_a_broker_that_exits_at_once_halts_and_resume_starts_it(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    target, plan, planted = armed(lab)
     before = runs(lab)
     process_ = lab.start_apply(plan, failpoints="delete:finished=sleep:5")
     lab.await_journal(process_, before, "step-finished", ":delete", "the delete")
@@ -402,10 +396,7 @@ def test_a_broker_that_exits_at_once_halts_and_resume_starts_it(healthy_lab: App
 )
 def test_a_broker_that_never_rejoins_the_isr_halts(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    target, plan, planted = armed(lab)
     before = runs(lab)
     # While the operator pauses after its delete, the stale files come back (a configuration
     # tool restoring a log dir, say): the broker starts with the foreign id again.
@@ -445,10 +436,7 @@ def test_a_lost_session_stops_the_run_before_the_next_destructive_action(
     healthy_lab: ApplyLab,
 ) -> None:
     lab = healthy_lab
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    target, plan, planted = armed(lab)
     operator = lab.start_apply(plan, failpoints="gate restart-safety:finished=stop")
     try:
         wait_stopped(operator.pid)
@@ -476,10 +464,7 @@ def test_a_lost_session_stops_the_run_before_the_next_destructive_action(
 )
 def test_zookeeper_down_for_a_while(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    _target, plan, planted = armed(lab)
     before = runs(lab)
     operator = lab.start_apply(plan)
     lab.await_journal(
@@ -607,10 +592,7 @@ def test_a_broker_out_of_the_isr_blocks_the_next_restart_on_min_isr(
     # The operator freezes itself after the first broker is back in sync; its session must
     # outlive that pause (the bystander's own session, 6 s, must too: it stays registered).
     assert controller == lab.controller()
-    settings = lab.settings
-    settings["zookeeper"]["session_timeout_s"] = 15
-    patient = lab.directory / "cluster-patient.yaml"
-    patient.write_text(yaml.safe_dump(settings, sort_keys=False))
+    patient = lab.patient_config()
     operator = lab.start_apply(plan, config=patient, failpoints="wait in-sync:finished=stop")
     stalled: int | None = None
     try:
@@ -692,10 +674,7 @@ def stop_command_running(lab: ApplyLab, broker: int) -> bool:
 def test_a_dropped_ssh_connection_during_a_step(ssh_lab: ApplyLab) -> None:
     lab = ssh_lab
     lab.wait_healthy()
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
+    target, plan, planted = armed(lab)
     before = runs(lab)
     operator = lab.start_apply(plan)
     lab.await_journal(operator, before, "step-started", ":stop", "the stop")
@@ -729,14 +708,8 @@ def test_a_dropped_ssh_connection_during_a_step(ssh_lab: ApplyLab) -> None:
 def test_a_changed_host_key_halts_the_run_and_resume_finishes(ssh_lab: ApplyLab) -> None:
     lab = ssh_lab
     lab.wait_healthy()
-    target = one_broker(lab)
-    lab.plant([target])
-    plan = lab.plan([target])
-    planted = lab.snapshot_files(plan[1])
-    settings = lab.settings
-    settings["zookeeper"]["session_timeout_s"] = 15  # it outlives the operator's pause
-    patient = lab.directory / "cluster-patient.yaml"
-    patient.write_text(yaml.safe_dump(settings, sort_keys=False))
+    target, plan, planted = armed(lab)
+    patient = lab.patient_config()
     ssh_dir = lab.directory / "ssh"
     known_hosts = ssh_dir / "known_hosts"
     trusted = known_hosts.read_text()

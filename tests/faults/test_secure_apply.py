@@ -15,7 +15,7 @@ import yaml
 from kazoo.security import make_acl
 
 from remediate.sandbox import admin, cluster, process, zkserver
-from tests.collect.test_zookeeper_secure import issue, make_ca
+from tests.collect.test_zookeeper_secure import sasl_jaas, tls_server_settings
 from tests.execute.sandbox_tools import run_cli
 from tests.execute.test_restore_sandbox import TOPIC, legacy_add, without_lock
 from tests.faults.apply_lab import wait_for
@@ -32,17 +32,8 @@ def secure_zookeeper(directory: Path, state: cluster.SandboxState) -> tuple[int,
     mutual-TLS port and SASL logins accepted; returns (TLS port, certificate directory)."""
     certs = directory / "certs"
     certs.mkdir()
-    ca = make_ca(certs, "ca")
-    server_cert, server_key = issue(certs, "server", ca)
-    keystore = certs / "server-keystore.pem"
-    keystore.write_bytes(server_key.read_bytes() + server_cert.read_bytes())
-    issue(certs, "client", ca)
-    jaas = certs / "jaas.conf"
-    jaas.write_text(
-        "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
-        f'  user_{USER}="{PASSWORD}";\n}};\n'
-    )
-    secure_port = zkserver.free_port()
+    tls, secure_port = tls_server_settings(certs)
+    jaas = sasl_jaas(certs, USER, PASSWORD)
     zk_dir = directory / "zookeeper"
     pid = cluster.zookeeper_pid(directory)
     assert pid is not None
@@ -52,14 +43,7 @@ def secure_zookeeper(directory: Path, state: cluster.SandboxState) -> tuple[int,
         state.zookeeper_host,
         state.zookeeper_port,
         extra={
-            "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
-            "secureClientPort": str(secure_port),
-            "secureClientPortAddress": "127.0.0.1",
-            "ssl.keyStore.location": str(keystore),
-            "ssl.keyStore.type": "PEM",
-            "ssl.trustStore.location": str(certs / "ca.pem"),
-            "ssl.trustStore.type": "PEM",
-            "ssl.clientAuth": "need",
+            **tls,
             "authProvider.sasl": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
         },
     )
@@ -68,7 +52,7 @@ def secure_zookeeper(directory: Path, state: cluster.SandboxState) -> tuple[int,
         state.zookeeper_host,
         state.zookeeper_port,
         classpath=zkserver.NETTY_FOR_TLS,
-        jvm_flags=(f"-Djava.security.auth.login.config={jaas}",),
+        jvm_flags=(jaas,),
     )
     (zk_dir / "zookeeper.pid").write_text(f"{pid}\n")
     return secure_port, certs
