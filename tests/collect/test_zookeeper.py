@@ -10,13 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.security import make_digest_acl
 
 from remediate.collect.zookeeper import (
     ZkAuth,
     ZkSettings,
     _probe,
-    _read,
     connect,
     make_client,
     read_cluster_state,
@@ -196,13 +196,17 @@ def test_a_connection_loss_during_the_read_is_retried(zookeeper: tuple[str, int]
         os.kill(pid, signal.SIGSTOP)
         timer = threading.Timer(3.5, os.kill, (pid, signal.SIGCONT))
         timer.start()
+        retries: list[tuple[int, BaseException]] = []
         try:
-            state = read_cluster_state(zk)
+            state = read_cluster_state(zk, on_retry=lambda n, e: retries.append((n, e)))
         finally:
             timer.join()
             os.kill(pid, signal.SIGCONT)
         assert sorted(state.topics) == ["legacy", "modern"]
-        assert _read.statistics["attempt_number"] >= 2
+        # The caller was told of every retry, in order, with the error it retried.
+        assert retries, "the read was not retried"
+        assert [n for n, _ in retries] == list(range(1, len(retries) + 1))
+        assert all(isinstance(e, (ConnectionLoss, OperationTimeoutError)) for _, e in retries)
     finally:
         zk.stop()
         zk.close()
