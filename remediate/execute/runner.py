@@ -529,8 +529,9 @@ class Executor:
                     self._act(state, key, lambda: self._agreement_gate(step))
                     state.gated.add(key)
             elif action == "zk-write topic-id":
-                gate = action_key(index, step, "gate agreement")
-                self._act(state, key, partial(self._gated_write, step, gate, state), True)
+                # Resumed after the gate passed in an earlier process: checked again.
+                regate = action_key(index, step, "gate agreement") not in state.gated
+                self._act(state, key, partial(self._write_topic_id, step, regate=regate), True)
             elif action == "zk-write controller-election":
                 if not step.reelect:
                     continue
@@ -607,24 +608,20 @@ class Executor:
             return f"no replica holds {expected}"
         return None
 
-    def _gated_write(self, step: RestoreStep, gate: str, state: _Run) -> dict[str, Any]:
-        # Resumed after the gate passed in an earlier process: minutes may have passed, so the
-        # gate is checked again right before the write (unless the write already happened).
-        if gate not in state.gated and not self._holds(step):
-            self._journal("note", step=gate, decision="resumed: the gate is checked again")
-            self._agreement_gate(step)
-        return self._write_topic_id(step)
-
-    def _holds(self, step: RestoreStep) -> bool:
-        topic = self._read([step.topic]).topics.get(step.topic)
-        return topic is not None and topic.topic_id == step.topic_id
-
-    def _write_topic_id(self, step: RestoreStep) -> dict[str, Any]:
+    def _write_topic_id(self, step: RestoreStep, *, regate: bool) -> dict[str, Any]:
         path = topic_path(step.topic)
         data, stat = self._zk(lambda: self.s.zk.get(path))
         current = decode_topic(data, source=path)
         if current.topic_id is not None and str(current.topic_id) == step.topic_id:
             return {"znode_version": stat.version, "already": True}
+        if regate:
+            # Minutes may have passed since the gate passed in an earlier process.
+            self._journal(
+                "note",
+                step=f"topic-{step.topic}:agreement",
+                decision="resumed: the gate is checked again",
+            )
+            self._agreement_gate(step)
         if stat.version != step.znode_version:
             raise HaltedError(
                 f"{path} changed since the plan (version {stat.version}, plan"

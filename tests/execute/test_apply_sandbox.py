@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from remediate.execute.journal import Journal
 from remediate.execute.lock import RunLock
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
@@ -124,8 +125,7 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how
 def assert_restore_journaled(directory: Path, run_id: str, topic_id: str) -> None:
     """The znode write and the election each have a record before and after, with what they
     did: the version written and the id, the controller epoch before and after."""
-    lines = (directory / "journal" / run_id / "journal.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
+    records = Journal.open(directory / "journal", run_id).records()
 
     def of(event: str, action: str) -> list[dict[str, Any]]:
         return [r for r in records if r["event"] == event and str(r.get("step")).endswith(action)]

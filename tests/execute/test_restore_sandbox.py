@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from remediate.execute.failpoints import ENV as FAILPOINTS
+from remediate.execute.journal import Journal, latest_run, list_runs
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, cluster
@@ -137,18 +138,7 @@ def test_a_disagreement_among_the_replicas_is_refused_with_the_reason(tmp_path: 
 
 
 def journal(directory: Path, run_id: str) -> list[dict[str, Any]]:
-    lines = (directory / "journal" / run_id / "journal.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
-def run_ids(directory: Path) -> set[str]:
-    runs = directory / "journal"
-    return {p.name for p in runs.iterdir()} if runs.exists() else set()
-
-
-def latest_run(directory: Path) -> str:
-    runs = sorted(p for p in (directory / "journal").iterdir() if (p / "journal.jsonl").exists())
-    return runs[-1].name
+    return Journal.open(directory / "journal", run_id).records()
 
 
 def without_lock(tree: dict[str, Any]) -> dict[str, Any]:
@@ -198,7 +188,7 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
         # 2. The operator has read the znode and is about to write it when a reassignment tool
         #    (2.4-2.7: version 2, no id) writes it: the compare-and-set loses.
         second = plan_to(config, tmp_path / "second.json")
-        before = run_ids(directory)
+        before = set(list_runs(directory / "journal"))
         env = {**os.environ, FAILPOINTS: "zk-write topic-id:read=sleep:5"}
         process = subprocess.Popen(
             apply_command(config, tmp_path / "second.json", second["digest"]),
@@ -211,8 +201,7 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
         def writing() -> bool:
             return any(
                 r["event"] == "step-started" and str(r["step"]).endswith(":zk-write topic-id")
-                for run in run_ids(directory) - before
-                if (directory / "journal" / run / "journal.jsonl").exists()
+                for run in set(list_runs(directory / "journal")) - before
                 for r in journal(directory, run)
             )
 
@@ -228,7 +217,7 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
         zk.set(path, json.dumps(reassigning).encode(), version=version)
         stdout, stderr = process.communicate(timeout=120)
         assert process.returncode == 5, stdout[-2000:] + stderr[-2000:]
-        records = journal(directory, latest_run(directory))
+        records = journal(directory, str(latest_run(directory / "journal")))
         (halted,) = [r for r in records if r["event"] == "run-halted"]
         assert f"{path} changed while writing; nothing written" in halted["error"]
         failed = [r for r in records if r["event"] == "step-failed"]
@@ -242,7 +231,7 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
         human = apply_command(config, tmp_path / "third.json", third["digest"])
         applied = run_cli(*human[1:-1])
         assert applied.returncode == 0, applied.stdout[-2000:] + applied.stderr[-2000:]
-        run_id = latest_run(directory)
+        run_id = str(latest_run(directory / "journal"))
         (shown,) = [
             line.removeprefix("report: ")
             for line in applied.stderr.splitlines()

@@ -652,17 +652,9 @@ def drop_ssh_connections(lab: ApplyLab, broker: int) -> int:
 
 def stop_command_running(lab: ApplyLab, broker: int) -> bool:
     """The sandbox's stop command for `broker` runs (over ssh: a child of an sshd session)."""
-    wanted = ["broker", "stop", "--id", str(broker), "--dir", str(lab.directory)]
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if any(argv[i : i + len(wanted)] == wanted for i in range(len(argv))):
-            return True
-    return False
+    wanted = f" broker stop --id {broker} --dir {lab.directory}"
+    pids = (int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit())
+    return any(wanted in process.command_line(pid) for pid in pids)
 
 
 @pytest.mark.fault(

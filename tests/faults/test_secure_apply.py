@@ -15,10 +15,10 @@ import yaml
 from kazoo.security import make_acl
 
 from remediate.sandbox import admin, cluster, process, zkserver
+from remediate.sandbox.reproduce import wait_for
 from tests.collect.test_zookeeper_secure import sasl_jaas, tls_server_settings
 from tests.execute.sandbox_tools import run_cli
 from tests.execute.test_restore_sandbox import TOPIC, legacy_add, without_lock
-from tests.faults.apply_lab import wait_for
 from tests.plan.test_plan_sandbox import zookeeper_tree
 
 pytestmark = pytest.mark.slow
