@@ -1,0 +1,424 @@
+"""The models of cluster.yaml: one frozen pydantic model per section, and `SshTarget`.
+
+Field types come from fields.py and paths.py; the rules that span fields (exactly one password
+source, distinct broker ids, an ssh section when a broker uses ssh...) are model validators
+here. `ClusterConfig` also answers the questions the rest of the tool asks of the configuration:
+a broker by id, whether it runs commands under sudo, how to reach it over ssh, its service
+commands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    StrictBool,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from remediate.config.fields import (
+    BrokerId,
+    ClusterName,
+    CommandTemplate,
+    ConnectTimeout,
+    EnvName,
+    FrozenStrMap,
+    Host,
+    Port,
+    PositiveInt32,
+    SessionTimeout,
+    SparkConf,
+    SparkMaster,
+    SshUser,
+    ZooKeeperConnect,
+    ZooKeeperUser,
+    context,
+    split_connect,
+)
+from remediate.config.paths import RELATIVE_ALL_LOCAL, LocalPath, RemotePath, broker_paths
+from remediate.config.problems import (
+    ClusterConfigError,
+    ConfigProblem,
+    Item,
+    Loc,
+    fail,
+    problems,
+    show,
+)
+from remediate.config.secrets import resolve_password, secret_from_env
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+
+class ZooKeeperAuth(_Model):
+    """ZooKeeper authentication: digest (username:password) or SASL (DIGEST-MD5 or GSSAPI).
+
+    Exactly one of `password`, `password_env` and `password_file` gives the password, except
+    for SASL GSSAPI, which takes none. `resolved_password` is the password, whichever source
+    it came from, read at load time.
+    """
+
+    scheme: Literal["digest", "sasl"] = "digest"
+    username: ZooKeeperUser
+    password: SecretStr | None = None
+    password_env: EnvName | None = None
+    password_file: LocalPath | None = None
+    sasl_mechanism: Literal["DIGEST-MD5", "GSSAPI"] | None = None
+
+    _password: SecretStr | None = PrivateAttr(default=None)
+
+    @property
+    def mechanism(self) -> str | None:
+        """The SASL mechanism in effect (None for digest)."""
+        if self.scheme != "sasl":
+            return None
+        return self.sasl_mechanism or "DIGEST-MD5"
+
+    @property
+    def resolved_password(self) -> SecretStr | None:
+        return self._password
+
+    @model_validator(mode="after")
+    def _resolve(self, info: ValidationInfo) -> ZooKeeperAuth:
+        if self.sasl_mechanism is not None and self.scheme != "sasl":
+            fail("no sasl_mechanism unless scheme is sasl", at=("sasl_mechanism",))
+        given = [
+            name
+            for name in ("password", "password_env", "password_file")
+            if getattr(self, name) is not None
+        ]
+        if self.mechanism == "GSSAPI":
+            if given:
+                fail("no password with sasl_mechanism GSSAPI (Kerberos)", at=(given[0],))
+            return self
+        if len(given) != 1:
+            got = " and ".join(given) if given else "none of them"
+            fail("exactly one of password, password_env, password_file", got)
+        self._password = resolve_password(
+            password=self.password,
+            password_env=self.password_env,
+            password_file=self.password_file,
+            environ=context(info).environ,
+        )
+        return self
+
+
+class ZooKeeperTls(_Model):
+    """TLS to ZooKeeper: a CA, and optionally a client certificate with its key."""
+
+    ca_file: LocalPath
+    cert_file: LocalPath | None = None
+    key_file: LocalPath | None = None
+    verify_hostname: StrictBool = True
+
+    @model_validator(mode="after")
+    def _pairs(self) -> ZooKeeperTls:
+        if self.cert_file is not None and self.key_file is None:
+            fail("a key_file as well, because cert_file is given", at=("key_file",))
+        if self.key_file is not None and self.cert_file is None:
+            fail("a cert_file as well, because key_file is given", at=("cert_file",))
+        return self
+
+
+class ZooKeeperConfig(_Model):
+    """How to reach ZooKeeper: a connect string with an optional chroot, auth and TLS."""
+
+    connect: ZooKeeperConnect
+    session_timeout_s: SessionTimeout = 10.0
+    auth: ZooKeeperAuth | None = None
+    tls: ZooKeeperTls | None = None
+
+    @property
+    def connect_hosts(self) -> str:
+        """The connect string without its chroot: 'zk1:2181,zk2:2181'."""
+        return split_connect(self.connect).hosts
+
+    @property
+    def chroot(self) -> str | None:
+        """The chroot ('/kafka'), or None."""
+        return split_connect(self.connect).chroot
+
+    @property
+    def servers(self) -> tuple[tuple[str, int], ...]:
+        """(host, port) per server; IPv6 hosts without their brackets."""
+        return split_connect(self.connect).servers
+
+
+def _distinct_log_dirs(value: tuple[PurePosixPath, ...], at: Loc = ()) -> tuple[PurePosixPath, ...]:
+    if not value:
+        fail("at least one log directory", "an empty list", at=at)
+    first: dict[PurePosixPath, int] = {}
+    found: list[Item] = []
+    for index, path in enumerate(value):
+        if path in first:
+            expected = f"a log directory not listed before (log_dirs[{first[path]}])"
+            found.append(((*at, index), expected, show(str(path))))
+        first.setdefault(path, index)
+    if found:
+        raise problems(found)
+    return value
+
+
+class BrokerConfig(_Model):
+    """One broker: how to reach it, and where its log dirs are (listed, or read from its
+    server.properties). ssh_port, ssh_user and sudo override the ssh section's defaults."""
+
+    id: BrokerId
+    host: Host
+    transport: Literal["ssh", "local"] = "ssh"
+    ssh_port: Port | None = None
+    ssh_user: SshUser | None = None
+    sudo: StrictBool | None = None
+    log_dirs: tuple[RemotePath, ...] | None = None
+    server_properties: RemotePath | None = None
+
+    @field_validator("log_dirs")
+    @classmethod
+    def _distinct_log_dirs(
+        cls, value: tuple[PurePosixPath, ...] | None
+    ) -> tuple[PurePosixPath, ...] | None:
+        return None if value is None else _distinct_log_dirs(value)
+
+    @model_validator(mode="after")
+    def _shape(self, info: ValidationInfo) -> BrokerConfig:
+        if (self.log_dirs is None) == (self.server_properties is None):
+            got = "neither" if self.log_dirs is None else "both"
+            fail("exactly one of log_dirs, server_properties", got)
+        local = self.transport == "local"
+        if local:
+            for name in ("ssh_port", "ssh_user"):
+                if getattr(self, name) is not None:
+                    fail(f"no {name} on a broker with transport local", at=(name,))
+        base_dir = context(info).base_dir
+        if self.log_dirs is not None:
+            located = [(("log_dirs", i), path) for i, path in enumerate(self.log_dirs)]
+            resolved = broker_paths(located, local, base_dir)
+            # Again once absolute: 'data' and '<cluster.yaml's dir>/data' are one directory.
+            object.__setattr__(self, "log_dirs", _distinct_log_dirs(resolved, at=("log_dirs",)))
+        if self.server_properties is not None:
+            (path,) = broker_paths(
+                [(("server_properties",), self.server_properties)], local, base_dir
+            )
+            object.__setattr__(self, "server_properties", path)
+        return self
+
+
+class SshConfig(_Model):
+    """How to reach brokers with transport ssh. Host keys must be in `known_hosts`."""
+
+    user: SshUser
+    port: Port = 22
+    key_file: LocalPath
+    key_passphrase_env: EnvName | None = None
+    known_hosts: LocalPath
+    connect_timeout_s: ConnectTimeout = 10.0
+    sudo: StrictBool = False
+
+    _key_passphrase: SecretStr | None = PrivateAttr(default=None)
+
+    @property
+    def key_passphrase(self) -> SecretStr | None:
+        """The key's passphrase, read from `key_passphrase_env` at load time."""
+        return self._key_passphrase
+
+    @model_validator(mode="after")
+    def _resolve(self, info: ValidationInfo) -> SshConfig:
+        if self.key_passphrase_env is not None:
+            self._key_passphrase = secret_from_env(
+                self.key_passphrase_env, context(info).environ, ("key_passphrase_env",)
+            )
+        return self
+
+
+class ServiceConfig(_Model):
+    """Service command templates; {broker_id} and {host} are the only placeholders."""
+
+    stop: CommandTemplate
+    start: CommandTemplate
+    status: CommandTemplate | None = None
+
+
+class SparkConfig(_Model):
+    """Where the scan job runs (a Spark master URL) and extra Spark settings."""
+
+    master: SparkMaster = "local[*]"
+    conf: SparkConf = Field(default_factory=FrozenStrMap)
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Everything needed to open an ssh connection to one broker, defaults merged in."""
+
+    host: str
+    port: int
+    user: str
+    key_file: Path
+    known_hosts: Path
+    connect_timeout_s: float
+    sudo: bool
+    key_passphrase: SecretStr | None
+
+    @property
+    def ssh_user(self) -> str:
+        return self.user
+
+    @property
+    def ssh_port(self) -> int:
+        return self.port
+
+    @property
+    def use_sudo(self) -> bool:
+        return self.sudo
+
+
+ServiceKind = Literal["stop", "start", "status"]
+
+
+class ClusterConfig(_Model):
+    """The validated contents of cluster.yaml (see the docstring of remediate.config)."""
+
+    cluster: ClusterName
+    zookeeper: ZooKeeperConfig
+    brokers: tuple[BrokerConfig, ...]
+    ssh: SshConfig | None = None
+    service: ServiceConfig
+    min_insync_replicas_default: PositiveInt32 = 1
+    backup_dir: RemotePath = PurePosixPath("/var/backups/remediate")
+    journal_dir: LocalPath = Field(default=Path("journal"), validate_default=True)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+
+    _source: str = PrivateAttr(default="cluster.yaml")
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+
+    @field_validator("brokers")
+    @classmethod
+    def _distinct_ids(cls, value: tuple[BrokerConfig, ...]) -> tuple[BrokerConfig, ...]:
+        if not value:
+            fail("at least one broker", "an empty list")
+        first: dict[int, int] = {}
+        found: list[Item] = []
+        for index, broker in enumerate(value):
+            if broker.id in first:
+                expected = f"a broker id no other broker has (brokers[{first[broker.id]}])"
+                found.append(((index, "id"), expected, show(broker.id)))
+            first.setdefault(broker.id, index)
+        if found:
+            raise problems(found)
+        return value
+
+    @model_validator(mode="after")
+    def _local_paths(self, info: ValidationInfo) -> ClusterConfig:
+        self._base_dir = context(info).base_dir
+        local = all(broker.transport == "local" for broker in self.brokers)
+        (path,) = broker_paths(
+            [(("backup_dir",), self.backup_dir)], local, self._base_dir, RELATIVE_ALL_LOCAL
+        )
+        object.__setattr__(self, "backup_dir", path)
+        return self
+
+    @model_validator(mode="after")
+    def _ssh_rules(self, info: ValidationInfo) -> ClusterConfig:
+        self._source = context(info).source
+        ssh_brokers = [
+            (index, broker)
+            for index, broker in enumerate(self.brokers)
+            if broker.transport == "ssh"
+        ]
+        if not ssh_brokers:
+            return self
+        if self.ssh is None:
+            index, broker = ssh_brokers[0]
+            expected = f"an ssh section, because brokers[{index}] (id {broker.id}) uses ssh"
+            fail(expected, at=("ssh",))
+        first: dict[tuple[str, int], int] = {}
+        found: list[Item] = []
+        for index, broker in ssh_brokers:
+            key = (broker.host.lower(), broker.ssh_port or self.ssh.port)
+            if key in first:
+                expected = f"a host and ssh port no other broker has (brokers[{first[key]}])"
+                found.append((("brokers", index, "host"), expected, f"{broker.host}:{key[1]}"))
+            first.setdefault(key, index)
+        if found:
+            raise problems(found)
+        return self
+
+    @property
+    def source(self) -> str:
+        """The file this configuration was read from (as given to the loader)."""
+        return self._source
+
+    @property
+    def base_dir(self) -> Path:
+        """The directory relative local paths were taken from (cluster.yaml's); commands on
+        brokers with transport local run there."""
+        return self._base_dir
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(broker.id for broker in self.brokers)
+
+    def _error(self, field: str, expected: str, got: str | None = None) -> ClusterConfigError:
+        return ClusterConfigError(self._source, [ConfigProblem(field, expected, got)])
+
+    def broker(self, broker_id: int) -> BrokerConfig:
+        for broker in self.brokers:
+            if broker.id == broker_id:
+                return broker
+        ids = ", ".join(str(known) for known in self.broker_ids)
+        raise self._error("brokers", f"a broker with id {broker_id}", f"ids {ids}")
+
+    def use_sudo(self, broker_id: int) -> bool:
+        """Whether commands on this broker run under sudo: its own setting, else ssh.sudo."""
+        broker = self.broker(broker_id)
+        if broker.sudo is not None:
+            return broker.sudo
+        return self.ssh.sudo if self.ssh is not None else False
+
+    def ssh_target(self, broker_id: int) -> SshTarget:
+        broker = self.broker(broker_id)
+        index = self.brokers.index(broker)
+        if broker.transport != "ssh" or self.ssh is None:
+            raise self._error(
+                f"brokers[{index}].transport",
+                f"ssh for broker {broker_id}",
+                show(broker.transport),
+            )
+        return SshTarget(
+            host=broker.host,
+            port=broker.ssh_port if broker.ssh_port is not None else self.ssh.port,
+            user=broker.ssh_user if broker.ssh_user is not None else self.ssh.user,
+            key_file=self.ssh.key_file,
+            known_hosts=self.ssh.known_hosts,
+            connect_timeout_s=self.ssh.connect_timeout_s,
+            sudo=self.use_sudo(broker_id),
+            key_passphrase=self.ssh.key_passphrase,
+        )
+
+    def service_command(self, kind: ServiceKind, broker: BrokerConfig) -> str:
+        """The service command of `kind` for `broker`, its placeholders filled in.
+
+        Only the broker's id and host are substituted; both were validated (an integer, and a
+        host name or IP address of shell-safe characters).
+        """
+        templates: dict[str, str | None] = {
+            "stop": self.service.stop,
+            "start": self.service.start,
+            "status": self.service.status,
+        }
+        if kind not in templates:
+            raise ValueError(f"unknown service command kind {kind!r}")
+        template = templates[kind]
+        if template is None:
+            raise self._error("service.status", "a status command to be configured")
+        return template.format(broker_id=broker.id, host=broker.host)
