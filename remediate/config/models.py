@@ -269,18 +269,6 @@ class SshTarget:
     sudo: bool
     key_passphrase: SecretStr | None
 
-    @property
-    def ssh_user(self) -> str:
-        return self.user
-
-    @property
-    def ssh_port(self) -> int:
-        return self.port
-
-    @property
-    def use_sudo(self) -> bool:
-        return self.sudo
-
 
 ServiceKind = Literal["stop", "start", "status"]
 

@@ -307,7 +307,6 @@ def test_ssh_target_merges_broker_overrides(
     config = parse(FULL)
     target = config.ssh_target(broker_id)
     assert (target.host, target.port, target.user, target.sudo) == (host, port, user, sudo)
-    assert (target.ssh_port, target.ssh_user, target.use_sudo) == (port, user, sudo)
     assert target.connect_timeout_s == 5.0
     assert target.key_file == Path("~/.ssh/id_ed25519").expanduser()
     assert target.key_passphrase == SecretStr(ENV["SSH_KEY_PASSPHRASE"])
