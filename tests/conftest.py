@@ -28,38 +28,38 @@ def sandbox(sandbox_dir: Path) -> cluster.SandboxState:
     return cluster.up(sandbox_dir)
 
 
-# -- the README's fault table (tests/fault_table.py) ------------------------------------------
+# -- the fault table in docs/faults.md (tests/fault_table.py) -------------------------------
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fault table")
     group.addoption(
         "--fault-table",
-        metavar="README",
-        help="run the @fault tests and, if all pass, write their table into README",
+        metavar="FILE",
+        help="run the @fault tests and, if all pass, write their table into FILE (docs/faults.md)",
     )
     group.addoption(
         "--fault-table-check",
-        metavar="README",
-        help="fail unless README's fault table is the one the @fault markers give",
+        metavar="FILE",
+        help="fail unless FILE's fault table is the one the @fault markers give",
     )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    readme = session.config.getoption("--fault-table-check")
-    if readme is None:
+    document = session.config.getoption("--fault-table-check")
+    if document is None:
         return
     expected = fault_table.render(fault_table.rows_of(session.items))
-    found = fault_table.current_table(Path(readme).read_text(encoding="utf-8"))
+    found = fault_table.current_table(Path(document).read_text(encoding="utf-8"))
     if found != expected:
         raise pytest.UsageError(
-            f"{readme}'s fault table is out of date with the @fault tests: run `make fault-table`"
+            f"{document}'s fault table is out of date with the @fault tests: run `make fault-table`"
         )
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    readme = session.config.getoption("--fault-table")
-    if readme is None or session.config.getoption("collectonly"):
+    document = session.config.getoption("--fault-table")
+    if document is None or session.config.getoption("collectonly"):
         return
     rows = fault_table.rows_of(session.items)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -67,13 +67,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(f"fault table not written: exit status {exitstatus}", red=True)
         return
-    path = Path(readme)
+    path = Path(document)
     path.write_text(
         fault_table.replace_table(path.read_text(encoding="utf-8"), fault_table.render(rows)),
         encoding="utf-8",
     )
     if reporter is not None:
-        reporter.write_line(f"fault table: {len(rows)} rows written to {readme}")
+        reporter.write_line(f"fault table: {len(rows)} rows written to {document}")
 
 
 # -- the real-Kafka lab (tests/lab, marker `lab`): only where a Docker engine answers ---------

@@ -1,10 +1,11 @@
-"""The README's fault table, generated from the tests that prove it.
+"""The fault table in docs/faults.md, generated from the tests that prove it.
 
 A test that proves how the operator behaves under a fault carries
-`@pytest.mark.fault(area, fault, outcome)`. `pytest -m fault --fault-table=README.md` runs
-them and, only if every one passed, writes the table between the README's marker lines;
-`pytest --collect-only --fault-table-check=README.md` fails when the README's table is not
-the one the markers give (so the table cannot drift from the suite without a test failing).
+`@pytest.mark.fault(area, fault, outcome)`. `pytest -m fault --fault-table=docs/faults.md`
+runs them and, only if every one passed, writes the table between the document's marker
+lines; `pytest --collect-only --fault-table-check=docs/faults.md` fails when the document's
+table is not the one the markers give (so the table cannot drift from the suite without a test
+failing). The Makefile's `fault-table` and `test` targets name the document.
 """
 
 from __future__ import annotations
@@ -50,15 +51,15 @@ def render(rows: list[FaultRow]) -> str:
     return "\n".join(lines)
 
 
-def replace_table(readme: str, table: str) -> str:
-    if readme.count(START) != 1 or readme.count(END) != 1:
-        raise ValueError(f"the README must hold exactly one {START} and one {END} line")
-    head, rest = readme.split(START, 1)
+def replace_table(document: str, table: str) -> str:
+    if document.count(START) != 1 or document.count(END) != 1:
+        raise ValueError(f"the document must hold exactly one {START} and one {END} line")
+    head, rest = document.split(START, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{START}\n{table}\n{END}{tail}"
 
 
-def current_table(readme: str) -> str:
-    if START not in readme or END not in readme:
+def current_table(document: str) -> str:
+    if START not in document or END not in document:
         return ""
-    return readme.split(START, 1)[1].split(END, 1)[0].strip("\n")
+    return document.split(START, 1)[1].split(END, 1)[0].strip("\n")

@@ -48,7 +48,7 @@ def ssh_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, B
     sshd.down(directory, state)
 
 
-# One row of the README's fault table, proved by the two tests below.
+# One row of the fault table (docs/faults.md), proved by the two tests below.
 UNVERIFIED_HOST_KEY = pytest.mark.fault(
     "Security",
     "A broker whose SSH host key is not in known_hosts, or changed since it was written",

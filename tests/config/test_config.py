@@ -35,7 +35,7 @@ BASE = Path("/srv/remediate")
 SENTINEL = "s3cr3t-SENTINEL-do-not-print"
 ENV = {"ZK_PASSWORD": SENTINEL + "-zk", "SSH_KEY_PASSPHRASE": SENTINEL + "-ssh"}
 DELETE = object()
-# One row of the README's fault table, proved by the field rules and by the fuzzed file.
+# One row of the fault table (docs/faults.md), proved by the field rules and by the fuzzed file.
 MALFORMED_CLUSTER_YAML = pytest.mark.fault(
     "Bad input",
     "cluster.yaml that is malformed or hostile: not YAML, arbitrary bytes (fuzzed), an unknown"

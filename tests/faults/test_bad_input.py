@@ -26,7 +26,7 @@ AREA = "Bad input"
 SHIPPED = Path(__file__).resolve().parents[2] / "playbooks" / "topicid-mismatch.yaml"
 
 
-# One row of the README's fault table, proved by the field rules and the file checks.
+# One row of the fault table (docs/faults.md), proved by the field rules and the file checks.
 MALFORMED_PLAYBOOK = pytest.mark.fault(
     AREA,
     "A malformed or hostile playbook: not YAML, not a mapping, named differently from its"
