@@ -357,7 +357,7 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
             "known_hosts": str(ssh_dir / "known_hosts"),
         }
     path = directory / "cluster.yaml"
-    header = "# Written by `remediate sandbox up`. See README.md, Configuration.\n"
+    header = "# Written by `remediate sandbox up`. See docs/configuration.md.\n"
     path.write_text(header + yaml.safe_dump(document, sort_keys=False))
     return path
 

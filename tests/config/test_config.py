@@ -268,7 +268,7 @@ def test_minimal_example_gets_the_documented_defaults() -> None:
 )
 def test_the_sandbox_files_load(tmp_path: Path, document: dict[str, Any]) -> None:
     path = tmp_path / "cluster.yaml"
-    header = "# Written by `remediate sandbox up`. See README.md, Configuration.\n"
+    header = "# Written by `remediate sandbox up`. See docs/configuration.md.\n"
     path.write_text(header + yaml.safe_dump(document, sort_keys=False))
     config = load_cluster_config(path)
     assert config.cluster == "sandbox-s1"
