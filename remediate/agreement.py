@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from remediate.scan.kinds import ID_KINDS, FindingKind
 from remediate.scan.report import Finding
 from remediate.state import ClusterState
 
-ID_KINDS = frozenset({"OK", "TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR"})
 _WHY = {
-    "METADATA_CORRUPT": "has a partition.metadata Kafka cannot read",
-    "REPLICA_DIR_MISSING": "has no directory for it",
+    FindingKind.METADATA_CORRUPT: "has a partition.metadata Kafka cannot read",
+    FindingKind.REPLICA_DIR_MISSING: "has no directory for it",
 }
 
 
@@ -47,11 +47,11 @@ Replica = tuple[int, int]
 
 def _replica_ids(
     topic: str, assigned: set[Replica], findings: Iterable[Finding]
-) -> tuple[dict[Replica, set[str]], set[Replica], dict[str, list[Replica]]]:
+) -> tuple[dict[Replica, set[str]], set[Replica], dict[FindingKind, list[Replica]]]:
     """(ids per replica, replicas without a file, replicas per problem kind)."""
     ids: dict[Replica, set[str]] = {}
     no_file: set[Replica] = set()
-    problems: dict[str, list[Replica]] = {}
+    problems: dict[FindingKind, list[Replica]] = {}
     for f in findings:
         if f.topic != topic or f.partition is None or f.broker is None:
             continue
@@ -60,7 +60,7 @@ def _replica_ids(
             continue
         if f.kind in ID_KINDS and f.file_topic_id:
             ids.setdefault(key, set()).add(f.file_topic_id)
-        elif f.kind == "METADATA_MISSING":
+        elif f.kind == FindingKind.METADATA_MISSING:
             # Kafka writes ZooKeeper's id into a replica without the file at its next
             # LeaderAndIsr (2.8 has none yet for partitions added since its last one): such a
             # replica takes whatever id is restored, so it does not stand in the way.
@@ -122,6 +122,8 @@ def agreements(
     topics: Iterable[str], state: ClusterState, findings: Sequence[Finding]
 ) -> Mapping[str, Agreement]:
     unreachable = {
-        f.broker for f in findings if f.kind == "BROKER_UNREACHABLE" and f.broker is not None
+        f.broker
+        for f in findings
+        if f.kind == FindingKind.BROKER_UNREACHABLE and f.broker is not None
     }
     return {t: topic_agreement(t, state, findings, unreachable=unreachable) for t in sorted(topics)}

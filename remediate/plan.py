@@ -30,20 +30,11 @@ from remediate.gates import (
     restart_blocker,
 )
 from remediate.playbook import Playbook
+from remediate.scan.kinds import MISMATCH_KINDS, REPLICA_KINDS, FindingKind
 from remediate.scan.report import Finding
 from remediate.state import ClusterState, TopicPartition
 
 PLAN_FORMAT = 1
-MISMATCH_KINDS = frozenset({"TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR"})
-REPLICA_KINDS = frozenset(
-    {
-        "OK",
-        "TOPIC_ID_MISMATCH",
-        "TOPIC_ID_MISMATCH_OUT_OF_ISR",
-        "METADATA_MISSING",
-        "METADATA_CORRUPT",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -239,17 +230,20 @@ def _files(finding: Finding, playbook: Playbook) -> list[str]:
 
 
 _REASONS = (
-    ("TOPIC_ID_MISMATCH_OUT_OF_ISR", "replica(s) hold an old topic id and are out of the ISR"),
     (
-        "TOPIC_ID_MISMATCH",
+        FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR,
+        "replica(s) hold an old topic id and are out of the ISR",
+    ),
+    (
+        FindingKind.TOPIC_ID_MISMATCH,
         "replica(s) hold an old topic id and leave the ISR at their next restart",
     ),
-    ("METADATA_CORRUPT", "partition.metadata file(s) Kafka cannot read"),
+    (FindingKind.METADATA_CORRUPT, "partition.metadata file(s) Kafka cannot read"),
 )
 
 
 def _reason(broker_findings: Sequence[Finding], zk_ids: Mapping[str, str | None]) -> str:
-    by_kind: dict[str, list[str]] = {}
+    by_kind: dict[FindingKind, list[str]] = {}
     for f in broker_findings:
         by_kind.setdefault(f.kind, []).append(partition_name((f.topic or "", f.partition or 0)))
     parts = []
@@ -295,11 +289,11 @@ def _skip_reason(
             f"only excluded topics need the fix ({', '.join(excluded)});"
             " name them with --include-topic to act on them"
         )
-    if any(f.kind == "BROKER_UNREACHABLE" and f.broker == broker for f in findings):
+    if any(f.kind == FindingKind.BROKER_UNREACHABLE and f.broker == broker for f in findings):
         return "its disk could not be inspected"
     if playbook.brokers == "all":
         return "hosts no partition or is not registered"
-    count = sum(1 for f in findings if f.broker == broker and f.kind == "OK")
+    count = sum(1 for f in findings if f.broker == broker and f.kind == FindingKind.OK)
     return f"nothing to fix: {count} replica(s) agree with ZooKeeper"
 
 
@@ -317,7 +311,7 @@ def _targets(
     out_of_isr = {
         b
         for b, fs in by_broker.items()
-        if any(f.kind == "TOPIC_ID_MISMATCH_OUT_OF_ISR" for f in fs)
+        if any(f.kind == FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR for f in fs)
     }
     return sorted(targets, key=lambda b: (b == state.controller_id, b not in out_of_isr, b))
 
@@ -485,7 +479,7 @@ def make_plan(
     if not restarting:
         restore = playbook
     restart_kinds = frozenset(playbook.applies_to) if restarting else frozenset()
-    missing = {f.topic for f in findings if f.kind == "ZK_TOPIC_ID_MISSING" and f.topic}
+    missing = {f.topic for f in findings if f.kind == FindingKind.ZK_TOPIC_ID_MISSING and f.topic}
     mismatched = {f.topic for f in findings if f.kind in MISMATCH_KINDS and f.topic}
     found = agreements(missing | mismatched, state, findings)
     restores: list[RestoreStep] = []
@@ -615,7 +609,7 @@ def _refusals(
 ) -> list[str]:
     refusals: list[str] = []
     for f in findings:
-        if f.kind == "BROKER_UNREACHABLE":
+        if f.kind == FindingKind.BROKER_UNREACHABLE:
             refusals.append(
                 f"broker {f.broker} could not be inspected ({f.detail}); its replicas are unknown"
             )

@@ -31,7 +31,7 @@ from remediate.execute.journal import Journal, latest_run, list_runs, new_run_id
 from remediate.execute.lock import RunLock
 from remediate.execute.runner import Executor, RunOutcome, Services
 from remediate.plan import Plan, plan_from_json
-from remediate.playbook import Gates, load_playbook
+from remediate.playbook import Timeouts, load_playbook
 from remediate.ports import Transport
 from remediate.render import plan_table
 
@@ -150,7 +150,7 @@ def _services(
     config: ClusterConfig, zk: KazooClient, plan: Plan, log: Any, progress: Any
 ) -> Services:
     # The gates the plan was approved with; a plan without them gets its playbooks' own.
-    gates = {name: Gates.model_validate(values) for name, values in plan.gates.items()}
+    gates = {name: Timeouts.model_validate(values) for name, values in plan.gates.items()}
     for name in {plan.playbook, *(step.playbook for step in plan.restores)} - set(gates):
         gates[name] = load_playbook(name).gates
 

@@ -75,7 +75,7 @@ from remediate.gates import (
     topic_in_sync_blocker,
 )
 from remediate.plan import Plan, PlanStep, RestoreStep
-from remediate.playbook import Gates
+from remediate.playbook import Timeouts
 from remediate.ports import Clock, Transport
 from remediate.state import ClusterState, TopicPartition
 
@@ -103,7 +103,7 @@ class Services:
     zk: KazooClient
     transport_for: Callable[[int], Transport]
     clock: Clock
-    gates: Mapping[str, Gates]
+    gates: Mapping[str, Timeouts]
     log: Any = None
     progress: Callable[[str], None] = lambda _message: None
 
@@ -334,7 +334,7 @@ class Executor:
         return {"blocker": None}
 
     def _stop(
-        self, step: PlanStep, targeted: Collection[TopicPartition], state: _Run, gates: Gates
+        self, step: PlanStep, targeted: Collection[TopicPartition], state: _Run, gates: Timeouts
     ) -> dict[str, Any]:
         broker = step.broker
         if not self._is_down(broker):
@@ -381,12 +381,12 @@ class Executor:
         self.s.progress(f"broker {step.broker}: deleted {len(deleted)} file(s)")
         return {"deleted": list(deleted), "already_gone": gone}
 
-    def _start(self, broker: int, gates: Gates) -> dict[str, Any]:
+    def _start(self, broker: int, gates: Timeouts) -> dict[str, Any]:
         if not self._registered(broker):
             self._service(broker, "start", done=partial(self._registered, broker))
         return {"started": broker}
 
-    def _wait_registered(self, broker: int, gates: Gates, retried: bool) -> dict[str, Any]:
+    def _wait_registered(self, broker: int, gates: Timeouts, retried: bool) -> dict[str, Any]:
         if retried and not self._registered(broker) and self._process_down(broker):
             # A resumed run whose broker never came up (it exited at once, or its start command
             # has been fixed since): the step was waiting for exactly this start.
@@ -431,7 +431,7 @@ class Executor:
 
         return blocker
 
-    def _wait_in_sync(self, broker: int, gates: Gates) -> dict[str, Any]:
+    def _wait_in_sync(self, broker: int, gates: Timeouts) -> dict[str, Any]:
         held = self._wait(
             lambda: in_sync_blocker(self._sampled_read(self._topics_on(broker)), broker),
             timeout=gates.in_sync_timeout_s,
