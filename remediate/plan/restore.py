@@ -1,4 +1,4 @@
-"""Which topic id a topic's replicas agree on, from the scan's findings. Pure.
+"""Restore planning: write back into a topic znode the id every replica agrees on. Pure.
 
 A topic whose every assigned replica holds the same id in partition.metadata (or no file yet,
 which Kafka fills with ZooKeeper's id at the replica's next LeaderAndIsr) can be repaired
@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from remediate.gates import partition_name
+from remediate.plan.model import PlanOptions, RestartStep, RestoreStep
+from remediate.playbook import Playbook
 from remediate.scan.kinds import ID_KINDS, FindingKind
 from remediate.scan.report import Finding
 from remediate.state import ClusterState
@@ -127,3 +130,107 @@ def agreements(
         if f.kind == FindingKind.BROKER_UNREACHABLE and f.broker is not None
     }
     return {t: topic_agreement(t, state, findings, unreachable=unreachable) for t in sorted(topics)}
+
+
+def restore_steps(
+    state: ClusterState,
+    found: Mapping[str, Agreement],
+    restore: Playbook,
+    options: PlanOptions,
+) -> tuple[list[RestoreStep], dict[str, str]]:
+    """Restore steps for the topics whose replicas agree, and why the others get none."""
+    steps: list[RestoreStep] = []
+    why_not: dict[str, str] = {}
+    for topic, agreement in found.items():
+        if topic in restore.exclude_topics and topic not in options.include_topics:
+            why_not[topic] = "internal topic; name it with --include-topic to act on it"
+            continue
+        if agreement.unclaimed:
+            continue
+        if agreement.agreed_id is None:
+            why_not[topic] = agreement.reason or "no agreement"
+            continue
+        zk_id = state.topics[topic].topic_id
+        if zk_id == agreement.agreed_id:
+            continue
+        reelect = zk_id is not None
+        partitions = tuple(
+            partition_name((topic, p)) for p in sorted(state.topics[topic].assignment.partitions)
+        )
+        if reelect:
+            reason = (
+                f"every one of its {agreement.replicas} replicas holds {agreement.agreed_id},"
+                f" ZooKeeper holds {zk_id}: write {agreement.agreed_id} back and re-elect the"
+                " controller so it sends that id; no broker restarts"
+            )
+            impact = (
+                "one controller election: every broker receives LeaderAndIsr again;"
+                " no partition loses an in-sync replica",
+            )
+        else:
+            reason = (
+                f"ZooKeeper lost the topic id; every one of its {agreement.replicas} replicas"
+                f" holds {agreement.agreed_id}: write it back before a controller failover"
+                " mints a new one; no broker restarts"
+            )
+            impact = ("none: one znode write",)
+        actions = tuple(
+            str(step)
+            for step in restore.steps
+            if reelect or str(step) != "zk-write controller-election"
+        )
+        steps.append(
+            RestoreStep(
+                topic=topic,
+                topic_id=agreement.agreed_id,
+                zk_topic_id=zk_id,
+                znode_version=state.topics[topic].znode_version,
+                reelect=reelect,
+                reason=reason,
+                partitions=partitions,
+                actions=actions,
+                impact=impact,
+                playbook=restore.name,
+            )
+        )
+    # Znode writes before any election: a re-election must find every id already in place.
+    steps.sort(key=lambda s: (s.reelect, s.topic))
+    return steps, why_not
+
+
+def is_restore_playbook(playbook: Playbook) -> bool:
+    return any(step.verb == "zk-write" for step in playbook.steps)
+
+
+def restore_refusals(
+    state: ClusterState,
+    restores: Sequence[RestoreStep],
+    restarts: Sequence[RestartStep],
+    missing: Iterable[str],
+    why_not: Mapping[str, str],
+) -> list[str]:
+    refusals = [
+        f"{topic}: ZooKeeper lost its topic id and it cannot be restored automatically: {why}"
+        for topic, why in sorted(why_not.items())
+        if topic in set(missing)
+    ]
+    restored = {s.topic for s in restores}
+    still_missing = sorted(set(missing) - restored)
+    elects = [f"restore of {s.topic}" for s in restores if s.reelect]
+    elects += [f"restart of broker {s.broker}" for s in restarts if s.is_controller]
+    if still_missing and elects:
+        refusals.append(
+            f"{', '.join(elects)} would make a new controller, which mints a new id for"
+            f" {', '.join(still_missing)} (no topic id in ZooKeeper) and arms every replica"
+            " of it; restore those ids first"
+        )
+    return refusals
+
+
+def restore_notes(why_not: Mapping[str, str], mismatched: Iterable[str]) -> list[str]:
+    """Why a mismatched topic is repaired by restarts rather than by a restore."""
+    return [
+        f"{topic}: no repair without restarts, because {why}"
+        for topic, why in sorted(why_not.items())
+        if topic in set(mismatched)
+    ]
