@@ -39,7 +39,7 @@ SEVERITY: dict[FindingKind, str] = {
 MISMATCH_KINDS = frozenset(
     {FindingKind.TOPIC_ID_MISMATCH, FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR}
 )
-# One finding per assigned replica on an inspected broker.
+# An assigned replica with a directory on an inspected broker: one finding each.
 REPLICA_KINDS = frozenset(
     {
         FindingKind.OK,
@@ -48,14 +48,7 @@ REPLICA_KINDS = frozenset(
         FindingKind.METADATA_CORRUPT,
     }
 )
+# Every assigned replica on an inspected broker: the replicas a scan checked.
+CHECKED_KINDS = REPLICA_KINDS | {FindingKind.REPLICA_DIR_MISSING}
 # The replica's file holds a readable id.
 ID_KINDS = frozenset({FindingKind.OK, *MISMATCH_KINDS})
-# Kinds that are not about one replica: not counted as replicas checked.
-NOT_REPLICA_KINDS = frozenset(
-    {
-        FindingKind.ZK_TOPIC_ID_MISSING,
-        FindingKind.PARTITION_OFFLINE,
-        FindingKind.BROKER_UNREACHABLE,
-        FindingKind.ORPHAN_DIR,
-    }
-)

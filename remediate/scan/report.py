@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from remediate.scan.kinds import MISMATCH_KINDS, NOT_REPLICA_KINDS, SEVERITY, FindingKind
+from remediate.scan.kinds import CHECKED_KINDS, MISMATCH_KINDS, SEVERITY, FindingKind
 
 STATUS_ORDER = ("OK", "WARNING", "UNKNOWN", "CRITICAL")
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
@@ -142,7 +142,7 @@ class ScanReport:
     def summary_line(self) -> str:
         counts = self.counts()
         shown = [f"{kind}={n}" for kind, n in sorted(counts.items()) if kind != FindingKind.OK]
-        replicas = sum(n for kind, n in counts.items() if kind not in NOT_REPLICA_KINDS)
+        replicas = sum(n for kind, n in counts.items() if kind in CHECKED_KINDS)
         text = f"{self.status}: {replicas} replicas checked"
         if shown:
             text += "; " + ", ".join(shown)
