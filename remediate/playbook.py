@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from remediate.errors import ConfigError
 from remediate.formats.logdir import INTERNAL_TOPICS, LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA
+from remediate.scan.kinds import FindingKind
 
 Verb = Literal["gate", "stop", "backup", "delete", "start", "wait", "verify", "zk-write"]
 # Each verb and the arguments it takes (None: none).
@@ -32,12 +33,16 @@ ARGUMENTS: dict[str, frozenset[str] | None] = {
     "zk-write": frozenset({"topic-id", "controller-election"}),
 }
 ALLOWED_FILES = (PARTITION_METADATA, LEADER_EPOCH_CHECKPOINT)
-FINDING_KINDS = (
-    "TOPIC_ID_MISMATCH",
-    "TOPIC_ID_MISMATCH_OUT_OF_ISR",
-    "METADATA_CORRUPT",
-    "METADATA_MISSING",
-    "ZK_TOPIC_ID_MISSING",
+# The kinds a playbook may act on (`applies_to`), as the strings its YAML names them by.
+FINDING_KINDS = tuple(
+    kind.value
+    for kind in (
+        FindingKind.TOPIC_ID_MISMATCH,
+        FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR,
+        FindingKind.METADATA_CORRUPT,
+        FindingKind.METADATA_MISSING,
+        FindingKind.ZK_TOPIC_ID_MISSING,
+    )
 )
 
 
@@ -67,7 +72,9 @@ def _step(value: object) -> object:
     return value
 
 
-class Gates(BaseModel):
+class Timeouts(BaseModel):
+    """The gate parameters of a playbook (its YAML key and the plan's JSON key: `gates`)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     stability_window_s: Annotated[float, Field(ge=0, le=3600)] = 10.0
@@ -90,7 +97,7 @@ class Playbook(BaseModel):
     scope: Literal["affected", "all"] = "affected"
     exclude_topics: tuple[str, ...] = tuple(sorted(INTERNAL_TOPICS))
     steps: tuple[Annotated[Step, BeforeValidator(_step)], ...] = Field(min_length=1)
-    gates: Gates = Gates()
+    gates: Timeouts = Timeouts()
 
     @model_validator(mode="after")
     def _coherent(self) -> Playbook:

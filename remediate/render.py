@@ -134,14 +134,11 @@ def plan_markdown(
     lines += [
         "## Fingerprint (apply refuses if any of this changed)",
         "",
-        f"- Registered brokers: {', '.join(map(str, plan.fingerprint.get('brokers', [])))}",
-        f"- Controller epoch: {plan.fingerprint.get('controller_epoch')}",
+        f"- Registered brokers: {', '.join(map(str, plan.fingerprint.brokers))}",
+        f"- Controller epoch: {plan.fingerprint.controller_epoch}",
         "- Topic znode versions: "
-        + (
-            ", ".join(f"`{t}` v{v}" for t, v in plan.fingerprint.get("topics", {}).items())
-            or "none"
-        ),
-        f"- partition.metadata files to delete: {len(plan.fingerprint.get('files', {}))}",
+        + (", ".join(f"`{t}` v{v}" for t, v in plan.fingerprint.topics.items()) or "none"),
+        f"- partition.metadata files to delete: {len(plan.fingerprint.files)}",
         "",
         "## To apply",
         "",

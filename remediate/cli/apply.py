@@ -26,12 +26,12 @@ from remediate.collect.run import collect_brokers, transport_for, zk_settings
 from remediate.collect.zookeeper import read_cluster_state, session
 from remediate.config import ClusterConfig, load_cluster_config
 from remediate.errors import RefusedError
-from remediate.execute.drift import differences, fingerprint_brokers, observed_files
+from remediate.execute.drift import differences, observed_files
 from remediate.execute.journal import Journal, latest_run, list_runs, new_run_id, replay
 from remediate.execute.lock import RunLock
 from remediate.execute.runner import Executor, RunOutcome, Services
 from remediate.plan import Plan, plan_from_json
-from remediate.playbook import Gates, load_playbook
+from remediate.playbook import Timeouts, load_playbook
 from remediate.ports import Transport
 from remediate.render import plan_table
 
@@ -133,11 +133,11 @@ def check_drift(config: ClusterConfig, zk: KazooClient, plan: Plan) -> None:
             f"the plan is for cluster {plan.cluster}, the configuration is {config.cluster}"
         )
     state = read_cluster_state(zk)
-    brokers = [b for b in fingerprint_brokers(plan.fingerprint) if b in config.broker_ids]
+    brokers = [b for b in plan.fingerprint.file_brokers() if b in config.broker_ids]
     reports = collect_brokers(config, brokers) if brokers else ()
     rows = {r.broker_id: r.replicas for r in reports if r.reachable}
     unreachable = {r.broker_id: r.error or "unreachable" for r in reports if not r.reachable}
-    files = observed_files(plan.fingerprint.get("files", {}), rows)
+    files = observed_files(plan.fingerprint.files, rows)
     diffs = differences(plan.fingerprint, state, files, unreachable=unreachable)
     if diffs:
         raise RefusedError(
@@ -150,7 +150,7 @@ def _services(
     config: ClusterConfig, zk: KazooClient, plan: Plan, log: Any, progress: Any
 ) -> Services:
     # The gates the plan was approved with; a plan without them gets its playbooks' own.
-    gates = {name: Gates.model_validate(values) for name, values in plan.gates.items()}
+    gates = {name: Timeouts.model_validate(values) for name, values in plan.gates.items()}
     for name in {plan.playbook, *(step.playbook for step in plan.restores)} - set(gates):
         gates[name] = load_playbook(name).gates
 

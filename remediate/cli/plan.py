@@ -16,9 +16,10 @@ from rich.console import Console
 from remediate.cli import EXIT_REFUSED
 from remediate.collect.run import collect
 from remediate.config import load_cluster_config
-from remediate.plan import MISMATCH_KINDS, Plan, PlanOptions, make_plan
+from remediate.plan import Plan, PlanOptions, make_plan
 from remediate.playbook import load_playbook
 from remediate.render import plan_markdown, plan_table
+from remediate.scan.kinds import MISMATCH_KINDS
 from remediate.scan.runner import run_scan
 
 RESTORE_PLAYBOOK = "restore-zk-topic-id"

@@ -17,7 +17,7 @@ from remediate.collect.inventory import (
     inventory_command,
     parse_inventory,
 )
-from remediate.collect.snapshot import BrokerReport, display_name, write_snapshot
+from remediate.collect.snapshot import BrokerReport, ReplicaRow, display_name, write_snapshot
 from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, read_cluster_state, session
 from remediate.config import BrokerConfig, ClusterConfig
 from remediate.errors import ConfigError, FormatError, TransportError
@@ -118,29 +118,29 @@ def latest_epoch(tail: bytes | None) -> int | None:
     return epoch if epoch < 2**31 else None
 
 
-def replica_rows(inventory: Inventory) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def replica_rows(inventory: Inventory) -> tuple[list[dict[str, Any]], list[ReplicaRow]]:
     """(log_dirs rows, replicas rows) for the snapshot from one broker's inventory."""
     log_dirs: list[dict[str, Any]] = []
-    replicas: list[dict[str, Any]] = []
+    replicas: list[ReplicaRow] = []
     for log_dir in inventory.log_dirs:
         log_dirs.append({"log_dir": log_dir.path, "state": log_dir.state})
         for entry in log_dir.entries:
             finding = classify_metadata(entry)
             partition = entry.partition
             replicas.append(
-                {
-                    "log_dir": log_dir.path,
-                    "dir": display_name(entry.name),
-                    "dir_hex": os.fsencode(entry.name).hex(),
-                    "topic": partition.topic if partition else None,
-                    "partition": partition.partition if partition else None,
-                    "dir_kind": partition.kind if partition else "other",
-                    "name_problem": entry.name_problem,
-                    "metadata_state": finding.state,
-                    "file_topic_id": finding.topic_id,
-                    "metadata_problem": finding.problem,
-                    "epoch_latest": latest_epoch(entry.epoch_checkpoint.content),
-                }
+                ReplicaRow(
+                    log_dir=log_dir.path,
+                    dir=display_name(entry.name),
+                    dir_hex=os.fsencode(entry.name).hex(),
+                    topic=partition.topic if partition else None,
+                    partition=partition.partition if partition else None,
+                    dir_kind=partition.kind if partition else "other",
+                    name_problem=entry.name_problem,
+                    metadata_state=finding.state,
+                    file_topic_id=finding.topic_id,
+                    metadata_problem=finding.problem,
+                    epoch_latest=latest_epoch(entry.epoch_checkpoint.content),
+                )
             )
     return log_dirs, replicas
 

@@ -52,6 +52,57 @@ def display_name(name: str) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaRow:
+    """One directory found in a broker's log dir and what its partition.metadata holds: a row
+    of replicas.jsonl without the cluster and the broker, which the snapshot adds."""
+
+    log_dir: str
+    dir: str  # printable (display_name); dir_hex holds the name's bytes
+    dir_hex: str
+    topic: str | None  # None: not a partition directory (name_problem says why)
+    partition: int | None
+    dir_kind: str  # live, delete, future, stray, or other (not a partition directory)
+    name_problem: str | None
+    metadata_state: str  # ok, missing, corrupt or unreadable
+    file_topic_id: str | None
+    metadata_problem: str | None
+    epoch_latest: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        # The keys in this order: replicas.jsonl is a contract, byte for byte.
+        return {
+            "log_dir": self.log_dir,
+            "dir": self.dir,
+            "dir_hex": self.dir_hex,
+            "topic": self.topic,
+            "partition": self.partition,
+            "dir_kind": self.dir_kind,
+            "name_problem": self.name_problem,
+            "metadata_state": self.metadata_state,
+            "file_topic_id": self.file_topic_id,
+            "metadata_problem": self.metadata_problem,
+            "epoch_latest": self.epoch_latest,
+        }
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> ReplicaRow:
+        """A row of replicas.jsonl (its cluster and broker are ignored)."""
+        return cls(
+            log_dir=row["log_dir"],
+            dir=row["dir"],
+            dir_hex=row["dir_hex"],
+            topic=row["topic"],
+            partition=row["partition"],
+            dir_kind=row["dir_kind"],
+            name_problem=row["name_problem"],
+            metadata_state=row["metadata_state"],
+            file_topic_id=row["file_topic_id"],
+            metadata_problem=row["metadata_problem"],
+            epoch_latest=row["epoch_latest"],
+        )
+
+
 @dataclass(frozen=True)
 class BrokerReport:
     """What collect learnt about one broker's host."""
@@ -62,7 +113,7 @@ class BrokerReport:
     reachable: bool
     error: str | None
     log_dirs: tuple[Mapping[str, Any], ...] = ()
-    replicas: tuple[Mapping[str, Any], ...] = ()
+    replicas: tuple[ReplicaRow, ...] = ()
 
 
 def rows_from_state(
@@ -93,7 +144,8 @@ def rows_from_state(
                 {"cluster": cluster, "broker": broker_id, **row} for row in report.log_dirs
             ]
             tables["replicas"] += [
-                {"cluster": cluster, "broker": broker_id, **row} for row in report.replicas
+                {"cluster": cluster, "broker": broker_id, **row.to_json()}
+                for row in report.replicas
             ]
     for name, topic in sorted(state.topics.items()):
         tables["topics"].append(

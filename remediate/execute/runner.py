@@ -74,8 +74,8 @@ from remediate.gates import (
     stopped_blocker,
     topic_in_sync_blocker,
 )
-from remediate.plan import Plan, PlanStep, RestoreStep
-from remediate.playbook import Gates
+from remediate.plan import Plan, RestartStep, RestoreStep
+from remediate.playbook import Timeouts
 from remediate.ports import Clock, Transport
 from remediate.state import ClusterState, TopicPartition
 
@@ -103,7 +103,7 @@ class Services:
     zk: KazooClient
     transport_for: Callable[[int], Transport]
     clock: Clock
-    gates: Mapping[str, Gates]
+    gates: Mapping[str, Timeouts]
     log: Any = None
     progress: Callable[[str], None] = lambda _message: None
 
@@ -131,8 +131,8 @@ def parse_partition(name: str) -> TopicPartition:
     return topic, int(number)
 
 
-def action_key(index: int, step: PlanStep | RestoreStep, action: str) -> str:
-    target = f"broker-{step.broker}" if isinstance(step, PlanStep) else f"topic-{step.topic}"
+def action_key(index: int, step: RestartStep | RestoreStep, action: str) -> str:
+    target = f"broker-{step.broker}" if isinstance(step, RestartStep) else f"topic-{step.topic}"
     return f"{index}:{target}:{action}"
 
 
@@ -191,7 +191,9 @@ class Executor:
             for index, step in enumerate(self.plan.steps):
                 if isinstance(step, RestoreStep):
                     self._restore(index, step, state)
-            remaining = [(i, s) for i, s in enumerate(self.plan.steps) if isinstance(s, PlanStep)]
+            remaining = [
+                (i, s) for i, s in enumerate(self.plan.steps) if isinstance(s, RestartStep)
+            ]
             while remaining:
                 # The controller is re-read before every step: it may have moved.
                 chosen = self._next(remaining, state)
@@ -231,7 +233,9 @@ class Executor:
                     result.get("already_gone", [])
                 )
 
-    def _next(self, remaining: list[tuple[int, PlanStep]], state: _Run) -> tuple[int, PlanStep]:
+    def _next(
+        self, remaining: list[tuple[int, RestartStep]], state: _Run
+    ) -> tuple[int, RestartStep]:
         started = [
             (i, s)
             for i, s in remaining
@@ -258,7 +262,7 @@ class Executor:
 
     # -- restart steps ------------------------------------------------------------------------
 
-    def _restart(self, index: int, step: PlanStep, state: _Run) -> None:
+    def _restart(self, index: int, step: RestartStep, state: _Run) -> None:
         gates = self.s.gates[self.plan.playbook]
         broker = step.broker
         targeted = {parse_partition(p) for p in step.partitions}
@@ -292,9 +296,8 @@ class Executor:
     def _stale(self, state: _Run, zk_state: ClusterState) -> StaleIdHolder:
         """Replicas the plan saw holding an id ZooKeeper does not, less those repaired."""
         stale: dict[TopicPartition, set[int]] = {}
-        for key, file_id in self.plan.fingerprint.get("files", {}).items():
-            broker_text, path = key.split(":", 1)
-            name = path.rsplit("/", 2)[-2]
+        for key, file_id in self.plan.fingerprint.files.items():
+            name = key.path.rsplit("/", 2)[-2]
             try:
                 parsed = parse_partition_dir(name, source="plan fingerprint")
             except FormatError:
@@ -303,7 +306,7 @@ class Executor:
                 continue
             tp = (parsed.topic, parsed.partition)
             topic = zk_state.topics.get(parsed.topic)
-            broker = int(broker_text)
+            broker = key.broker
             if topic is None or file_id is None or file_id == topic.topic_id:
                 continue
             if (broker, tp) not in state.repaired:
@@ -311,7 +314,7 @@ class Executor:
         return StaleIdHolder({tp: frozenset(b) for tp, b in stale.items()})
 
     def _pre_gate_reason(
-        self, step: PlanStep, targeted: Collection[TopicPartition], state: _Run
+        self, step: RestartStep, targeted: Collection[TopicPartition], state: _Run
     ) -> str | None:
         zk_state = self._read()
         return pre_restart_blocker(
@@ -325,7 +328,7 @@ class Executor:
         )
 
     def _pre_gate(
-        self, step: PlanStep, targeted: Collection[TopicPartition], state: _Run
+        self, step: RestartStep, targeted: Collection[TopicPartition], state: _Run
     ) -> dict[str, Any]:
         blocker = self._pre_gate_reason(step, targeted, state)
         self._journal("gate", step=f"broker-{step.broker}:pre-gate", blocker=blocker)
@@ -334,7 +337,7 @@ class Executor:
         return {"blocker": None}
 
     def _stop(
-        self, step: PlanStep, targeted: Collection[TopicPartition], state: _Run, gates: Gates
+        self, step: RestartStep, targeted: Collection[TopicPartition], state: _Run, gates: Timeouts
     ) -> dict[str, Any]:
         broker = step.broker
         if not self._is_down(broker):
@@ -350,7 +353,7 @@ class Executor:
         )
         return {"stopped": broker}
 
-    def _backup(self, index: int, step: PlanStep, state: _Run) -> dict[str, Any]:
+    def _backup(self, index: int, step: RestartStep, state: _Run) -> dict[str, Any]:
         self._require_down(step.broker, "backed up")
         backup = backup_files(
             self.s.transport_for(step.broker),
@@ -365,7 +368,7 @@ class Executor:
         )
         return {"backup": backup.to_json()}
 
-    def _delete(self, step: PlanStep, state: _Run) -> dict[str, Any]:
+    def _delete(self, step: RestartStep, state: _Run) -> dict[str, Any]:
         self._require_down(step.broker, "deleted")
         backup = state.backups.get(step.broker)
         if backup is None:
@@ -381,12 +384,12 @@ class Executor:
         self.s.progress(f"broker {step.broker}: deleted {len(deleted)} file(s)")
         return {"deleted": list(deleted), "already_gone": gone}
 
-    def _start(self, broker: int, gates: Gates) -> dict[str, Any]:
+    def _start(self, broker: int, gates: Timeouts) -> dict[str, Any]:
         if not self._registered(broker):
             self._service(broker, "start", done=partial(self._registered, broker))
         return {"started": broker}
 
-    def _wait_registered(self, broker: int, gates: Gates, retried: bool) -> dict[str, Any]:
+    def _wait_registered(self, broker: int, gates: Timeouts, retried: bool) -> dict[str, Any]:
         if retried and not self._registered(broker) and self._process_down(broker):
             # A resumed run whose broker never came up (it exited at once, or its start command
             # has been fixed since): the step was waiting for exactly this start.
@@ -431,7 +434,7 @@ class Executor:
 
         return blocker
 
-    def _wait_in_sync(self, broker: int, gates: Gates) -> dict[str, Any]:
+    def _wait_in_sync(self, broker: int, gates: Timeouts) -> dict[str, Any]:
         held = self._wait(
             lambda: in_sync_blocker(self._sampled_read(self._topics_on(broker)), broker),
             timeout=gates.in_sync_timeout_s,
@@ -440,25 +443,25 @@ class Executor:
         )
         return {"in_sync_after_s": held}
 
-    def _verify_broker(self, step: PlanStep) -> dict[str, Any]:
+    def _verify_broker(self, step: RestartStep) -> dict[str, Any]:
         zk_state = self._read()
         report = inspect_broker(self.s.config, self.s.config.broker(step.broker))
         if not report.reachable:
             raise HaltedError(f"broker {step.broker}: files could not be read ({report.error})")
         wrong, missing = [], []
         for row in report.replicas:
-            if row["topic"] is None or row["dir_kind"] != "live":
+            if row.topic is None or row.partition is None or row.dir_kind != "live":
                 continue
-            topic = zk_state.topics.get(row["topic"])
+            topic = zk_state.topics.get(row.topic)
             if topic is None or step.broker not in topic.assignment.partitions.get(
-                row["partition"], ()
+                row.partition, ()
             ):
                 continue
-            name = f"{row['topic']}-{row['partition']}"
-            if row["metadata_state"] == "missing":
+            name = f"{row.topic}-{row.partition}"
+            if row.metadata_state == "missing":
                 missing.append(name)
-            elif row["file_topic_id"] != topic.topic_id:
-                wrong.append(f"{name} holds {row['file_topic_id'] or row['metadata_state']}")
+            elif row.file_topic_id != topic.topic_id:
+                wrong.append(f"{name} holds {row.file_topic_id or row.metadata_state}")
         if wrong:
             raise HaltedError(
                 f"broker {step.broker}: files still disagree with ZooKeeper: {', '.join(wrong)}"
@@ -592,9 +595,9 @@ class Executor:
                 return f"broker {report.broker_id} could not be inspected ({report.error})"
             broker = report.broker_id
             for row in report.replicas:
-                if row["topic"] == step.topic and row["dir_kind"] == "live":
-                    no_file = row["metadata_state"] == "missing"
-                    found[(broker, row["partition"])] = NO_FILE if no_file else row["file_topic_id"]
+                if row.topic == step.topic and row.partition is not None and row.dir_kind == "live":
+                    no_file = row.metadata_state == "missing"
+                    found[(broker, row.partition)] = NO_FILE if no_file else row.file_topic_id
         # A replica without the file takes ZooKeeper's id at its next LeaderAndIsr.
         bad = [
             f"{step.topic}-{p} on broker {b}: {found.get((b, p)) or 'no directory or unreadable'}"

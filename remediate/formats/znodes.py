@@ -1,6 +1,6 @@
 """Parsers and encoders for the ZooKeeper documents of a ZK-mode Kafka cluster.
 
-Shapes and rules follow kafka.zk.ZkData at 2.8.2 and 3.4.1 (see reference/kafka-zk.md).
+Shapes and rules follow Kafka's own kafka.zk.ZkData at 2.8.2 and 3.4.1.
 Readers are as lenient as Kafka's (unknown fields ignored, `version` ignored where Kafka ignores
 it) and as strict (types checked). Encoders produce what Kafka itself writes.
 """

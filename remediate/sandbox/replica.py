@@ -750,7 +750,7 @@ def load_log_dirs(
     """Load every partition directory, as LogManager.loadLogs does at startup.
 
     A malformed partition.metadata stops a 2.8 broker from starting and takes a 3.3+ broker's
-    whole log dir offline (reference/kafka-zk.md).
+    whole log dir offline (Kafka's PartitionMetadataFile and LogManager).
     """
     log_dirs: list[LogDir] = []
     logs: dict[TopicPartition, PartitionLog] = {}

@@ -1,5 +1,5 @@
 """The Spark classification: snapshot tables in, one finding per replica (and per topic,
-partition and broker where design.md says so) out, plus a per-broker summary.
+partition and broker where README.md says so) out, plus a per-broker summary.
 
 Every snapshot row carries its cluster's name, so the same job classifies one snapshot or a
 whole fleet of them. The rules, in the order they apply to an assigned replica on a broker
@@ -30,6 +30,7 @@ from pyspark.sql.types import (
 )
 
 from remediate.collect.snapshot import TABLES
+from remediate.scan.kinds import FindingKind as K
 
 
 def _schema(*fields: tuple[str, Any]) -> StructType:
@@ -97,7 +98,7 @@ FINDING_COLUMNS = (
     " log_dir, dir, detail"
 )
 
-# The SQL is assembled from constants only; no input reaches it.
+# The SQL is assembled from constants only (the kinds from FindingKind); no input reaches it.
 CLASSIFY_SQL = f"""
 WITH dirs AS (
     SELECT r.*, row_number() OVER (
@@ -122,12 +123,12 @@ absent_log_dirs AS (
 replica_findings AS (
     SELECT x.cluster,
            CASE
-               WHEN d.topic IS NULL THEN 'REPLICA_DIR_MISSING'
-               WHEN d.metadata_state = 'missing' THEN 'METADATA_MISSING'
-               WHEN d.metadata_state IN ('corrupt', 'unreadable') THEN 'METADATA_CORRUPT'
-               WHEN x.zk_topic_id IS NULL OR d.file_topic_id = x.zk_topic_id THEN 'OK'
-               WHEN x.in_isr THEN 'TOPIC_ID_MISMATCH'
-               ELSE 'TOPIC_ID_MISMATCH_OUT_OF_ISR'
+               WHEN d.topic IS NULL THEN '{K.REPLICA_DIR_MISSING}'
+               WHEN d.metadata_state = 'missing' THEN '{K.METADATA_MISSING}'
+               WHEN d.metadata_state IN ('corrupt', 'unreadable') THEN '{K.METADATA_CORRUPT}'
+               WHEN x.zk_topic_id IS NULL OR d.file_topic_id = x.zk_topic_id THEN '{K.OK}'
+               WHEN x.in_isr THEN '{K.TOPIC_ID_MISMATCH}'
+               ELSE '{K.TOPIC_ID_MISMATCH_OUT_OF_ISR}'
            END AS kind,
            x.broker, x.topic, x.partition, d.file_topic_id, x.zk_topic_id, x.in_isr,
            d.log_dir, d.dir,
@@ -142,7 +143,7 @@ replica_findings AS (
     LEFT JOIN absent_log_dirs m ON m.cluster = x.cluster AND m.broker = x.broker
 ),
 orphans AS (
-    SELECT r.cluster, 'ORPHAN_DIR' AS kind, r.broker, r.topic, r.partition, r.file_topic_id,
+    SELECT r.cluster, '{K.ORPHAN_DIR}' AS kind, r.broker, r.topic, r.partition, r.file_topic_id,
            t.zk_topic_id, CAST(NULL AS BOOLEAN) AS in_isr, r.log_dir, r.dir,
            CASE
                WHEN r.name_problem IS NOT NULL
@@ -165,9 +166,9 @@ agreement AS (
     -- not be inspected does.
     SELECT a.cluster, a.topic, count(*) AS replicas,
            sum(CASE WHEN coalesce(b.reachable, false) THEN 0 ELSE 1 END) AS uninspected,
-           sum(CASE WHEN f.kind = 'METADATA_MISSING' THEN 1 ELSE 0 END) AS no_file,
+           sum(CASE WHEN f.kind = '{K.METADATA_MISSING}' THEN 1 ELSE 0 END) AS no_file,
            sum(CASE WHEN coalesce(b.reachable, false)
-                         AND (f.kind IS NULL OR f.kind NOT IN ('OK', 'METADATA_MISSING'))
+                         AND (f.kind IS NULL OR f.kind NOT IN ('{K.OK}', '{K.METADATA_MISSING}'))
                     THEN 1 ELSE 0 END) AS unusable,
            count(DISTINCT f.file_topic_id) AS ids,
            min(f.file_topic_id) AS agreed
@@ -180,7 +181,7 @@ agreement AS (
     GROUP BY a.cluster, a.topic
 ),
 topic_findings AS (
-    SELECT t.cluster, 'ZK_TOPIC_ID_MISSING' AS kind, CAST(NULL AS INT) AS broker, t.topic,
+    SELECT t.cluster, '{K.ZK_TOPIC_ID_MISSING}' AS kind, CAST(NULL AS INT) AS broker, t.topic,
            CAST(NULL AS INT) AS partition,
            CASE WHEN g.uninspected = 0 AND g.unusable = 0 AND g.ids = 1 THEN g.agreed END
                AS file_topic_id,
@@ -212,7 +213,7 @@ topic_findings AS (
     WHERE t.zk_topic_id IS NULL
 ),
 offline AS (
-    SELECT s.cluster, 'PARTITION_OFFLINE' AS kind, CAST(NULL AS INT) AS broker, s.topic,
+    SELECT s.cluster, '{K.PARTITION_OFFLINE}' AS kind, CAST(NULL AS INT) AS broker, s.topic,
            s.partition, CAST(NULL AS STRING) AS file_topic_id, t.zk_topic_id,
            CAST(NULL AS BOOLEAN) AS in_isr, CAST(NULL AS STRING) AS log_dir,
            CAST(NULL AS STRING) AS dir,
@@ -221,7 +222,7 @@ offline AS (
     WHERE s.leader < 0
 ),
 unreachable AS (
-    SELECT cluster, 'BROKER_UNREACHABLE' AS kind, broker, CAST(NULL AS STRING) AS topic,
+    SELECT cluster, '{K.BROKER_UNREACHABLE}' AS kind, broker, CAST(NULL AS STRING) AS topic,
            CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS file_topic_id,
            CAST(NULL AS STRING) AS zk_topic_id, CAST(NULL AS BOOLEAN) AS in_isr,
            CAST(NULL AS STRING) AS log_dir, CAST(NULL AS STRING) AS dir, error AS detail

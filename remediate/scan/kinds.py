@@ -1,18 +1,54 @@
-"""The finding kinds and their severities (design.md), apart from the Spark job that assigns
-them, so that code which only reads findings does not import Spark."""
+"""The finding kinds and their severities (README.md, "Finding the bad replicas"), apart from
+the Spark job that assigns them, so that code which only reads findings does not import Spark.
+
+`FindingKind` is a StrEnum: a member is its name as a string, so findings serialise, format
+and compare exactly as the plain strings the JSON contracts carry.
+"""
 
 from __future__ import annotations
 
-SEVERITY: dict[str, str] = {
-    "OK": "OK",
-    "TOPIC_ID_MISMATCH": "WARNING",
-    "TOPIC_ID_MISMATCH_OUT_OF_ISR": "CRITICAL",
-    "METADATA_MISSING": "INFO",
-    "METADATA_CORRUPT": "CRITICAL",
-    "ZK_TOPIC_ID_MISSING": "WARNING",
-    "REPLICA_DIR_MISSING": "WARNING",
-    "ORPHAN_DIR": "INFO",
-    "BROKER_UNREACHABLE": "UNKNOWN",
-    "PARTITION_OFFLINE": "CRITICAL",
+from enum import StrEnum
+
+
+class FindingKind(StrEnum):
+    OK = "OK"
+    TOPIC_ID_MISMATCH = "TOPIC_ID_MISMATCH"
+    TOPIC_ID_MISMATCH_OUT_OF_ISR = "TOPIC_ID_MISMATCH_OUT_OF_ISR"
+    METADATA_MISSING = "METADATA_MISSING"
+    METADATA_CORRUPT = "METADATA_CORRUPT"
+    ZK_TOPIC_ID_MISSING = "ZK_TOPIC_ID_MISSING"
+    REPLICA_DIR_MISSING = "REPLICA_DIR_MISSING"
+    ORPHAN_DIR = "ORPHAN_DIR"
+    BROKER_UNREACHABLE = "BROKER_UNREACHABLE"
+    PARTITION_OFFLINE = "PARTITION_OFFLINE"
+
+
+SEVERITY: dict[FindingKind, str] = {
+    FindingKind.OK: "OK",
+    FindingKind.TOPIC_ID_MISMATCH: "WARNING",
+    FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR: "CRITICAL",
+    FindingKind.METADATA_MISSING: "INFO",
+    FindingKind.METADATA_CORRUPT: "CRITICAL",
+    FindingKind.ZK_TOPIC_ID_MISSING: "WARNING",
+    FindingKind.REPLICA_DIR_MISSING: "WARNING",
+    FindingKind.ORPHAN_DIR: "INFO",
+    FindingKind.BROKER_UNREACHABLE: "UNKNOWN",
+    FindingKind.PARTITION_OFFLINE: "CRITICAL",
 }
-MISMATCH_KINDS: tuple[str, ...] = ("TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR")
+# The replica's file holds an id other than ZooKeeper's.
+MISMATCH_KINDS = frozenset(
+    {FindingKind.TOPIC_ID_MISMATCH, FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR}
+)
+# An assigned replica with a directory on an inspected broker: one finding each.
+REPLICA_KINDS = frozenset(
+    {
+        FindingKind.OK,
+        *MISMATCH_KINDS,
+        FindingKind.METADATA_MISSING,
+        FindingKind.METADATA_CORRUPT,
+    }
+)
+# Every assigned replica on an inspected broker: the replicas a scan checked.
+CHECKED_KINDS = REPLICA_KINDS | {FindingKind.REPLICA_DIR_MISSING}
+# The replica's file holds a readable id.
+ID_KINDS = frozenset({FindingKind.OK, *MISMATCH_KINDS})

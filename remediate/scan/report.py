@@ -1,5 +1,5 @@
 """The scan's result: findings and per-broker summary, their worst severity, and the JSON and
-exit code design.md promises (0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN).
+exit code README.md promises ("Exit codes": 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from remediate.scan.kinds import MISMATCH_KINDS, SEVERITY
+from remediate.scan.kinds import CHECKED_KINDS, MISMATCH_KINDS, SEVERITY, FindingKind
 
 STATUS_ORDER = ("OK", "WARNING", "UNKNOWN", "CRITICAL")
 EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
@@ -19,7 +19,7 @@ SEVERITY_RANK = {"CRITICAL": 0, "UNKNOWN": 1, "WARNING": 2, "INFO": 3, "OK": 4}
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str
+    kind: FindingKind
     cluster: str
     broker: int | None = None
     topic: str | None = None
@@ -30,6 +30,10 @@ class Finding:
     log_dir: str | None = None
     dir: str | None = None
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        # Rows from Spark and tests carry the kind as a string; an unknown one is an error.
+        object.__setattr__(self, "kind", FindingKind(self.kind))
 
     @property
     def severity(self) -> str:
@@ -125,7 +129,7 @@ class ScanReport:
         )
 
     def to_json(self, *, include_ok: bool = False) -> dict[str, Any]:
-        findings = [f for f in self.findings if include_ok or f.kind != "OK"]
+        findings = [f for f in self.findings if include_ok or f.kind != FindingKind.OK]
         return {
             "cluster": self.clusters[0] if len(self.clusters) == 1 else list(self.clusters),
             "status": self.status,
@@ -137,13 +141,8 @@ class ScanReport:
 
     def summary_line(self) -> str:
         counts = self.counts()
-        shown = [f"{kind}={n}" for kind, n in sorted(counts.items()) if kind != "OK"]
-        replicas = sum(
-            n
-            for kind, n in counts.items()
-            if kind
-            not in ("ZK_TOPIC_ID_MISSING", "PARTITION_OFFLINE", "BROKER_UNREACHABLE", "ORPHAN_DIR")
-        )
+        shown = [f"{kind}={n}" for kind, n in sorted(counts.items()) if kind != FindingKind.OK]
+        replicas = sum(n for kind, n in counts.items() if kind in CHECKED_KINDS)
         text = f"{self.status}: {replicas} replicas checked"
         if shown:
             text += "; " + ", ".join(shown)

@@ -13,6 +13,7 @@ from pathlib import Path
 from remediate.collect.snapshot import read_meta
 from remediate.errors import ScanError
 from remediate.gcpause import gc_paused
+from remediate.scan.kinds import FindingKind
 from remediate.scan.report import ScanReport, build_report
 
 DEFAULT_MASTER = "local[*]"
@@ -67,7 +68,11 @@ def classify_snapshots(
         raise ScanError(f"two snapshots of the same cluster in one scan: {sorted(clusters)}")
     started = time.monotonic()
     findings, counts, brokers = classify(spark, [str(d.resolve()) for d in snapshot_dirs])  # type: ignore[arg-type]
-    wanted = findings if include_ok or out_dir is not None else findings.filter("kind <> 'OK'")
+    wanted = (
+        findings
+        if include_ok or out_dir is not None
+        else findings.filter(f"kind <> '{FindingKind.OK}'")
+    )
     with gc_paused():
         finding_rows = [row.asDict() for row in wanted.collect()]
         count_rows = [row.asDict() for row in counts.collect()]

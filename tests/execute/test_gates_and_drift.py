@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from remediate.execute.drift import differences, fingerprint_brokers, observed_files
+from remediate.collect.snapshot import ReplicaRow
+from remediate.execute.drift import differences, observed_files
 from remediate.formats.znodes import PartitionState
 from remediate.gates import (
     StaleIdHolder,
@@ -17,7 +18,7 @@ from remediate.gates import (
     stopped_blocker,
     topic_in_sync_blocker,
 )
-from remediate.plan import metadata_key
+from remediate.plan import FileKey, Fingerprint
 from remediate.state import ClusterState
 from tests.plan.model import NEW, OLD, cluster
 
@@ -116,29 +117,45 @@ def test_pre_restart_blocker_first_reason_wins() -> None:
     assert reason is not None and "its leader, broker 1, holds a topic id" in reason
 
 
-FINGERPRINT = {
-    "cluster_id": "cid",
-    "brokers": [1, 2, 3],
-    "controller_epoch": 3,
-    "topics": {"orders": 4},
-    "files": {
-        metadata_key(1, "/data/1/kafka", "orders", 0): OLD,
-        metadata_key(2, "/data/2/kafka/", "orders", 1): OLD,
+FINGERPRINT = Fingerprint(
+    cluster_id="cid",
+    brokers=(1, 2, 3),
+    controller_epoch=3,
+    topics={"orders": 4},
+    files={
+        FileKey.metadata(1, "/data/1/kafka", "orders", 0): OLD,
+        FileKey.metadata(2, "/data/2/kafka/", "orders", 1): OLD,
     },
-}
+)
+
+
+def row(log_dir: str, topic: str | None, partition: int | None, file_id: str | None) -> ReplicaRow:
+    name = f"{topic}-{partition}" if topic else "lost+found"
+    return ReplicaRow(
+        log_dir=log_dir,
+        dir=name,
+        dir_hex=name.encode().hex(),
+        topic=topic,
+        partition=partition,
+        dir_kind="live" if topic else "other",
+        name_problem=None if topic else "not a partition directory",
+        metadata_state="ok" if file_id else "missing",
+        file_topic_id=file_id,
+        metadata_problem=None,
+        epoch_latest=None,
+    )
+
+
 ROWS = {
-    1: [{"log_dir": "/data/1/kafka", "topic": "orders", "partition": 0, "file_topic_id": OLD}],
-    2: [
-        {"log_dir": "/data/2/kafka", "topic": "orders", "partition": 1, "file_topic_id": OLD},
-        {"log_dir": "/data/2/kafka", "topic": None, "partition": None, "file_topic_id": None},
-    ],
+    1: [row("/data/1/kafka", "orders", 0, OLD)],
+    2: [row("/data/2/kafka", "orders", 1, OLD), row("/data/2/kafka", None, None, None)],
 }
 
 
 def test_no_drift_when_nothing_changed() -> None:
-    files = observed_files(FINGERPRINT["files"], ROWS)  # type: ignore[arg-type]
+    files = observed_files(FINGERPRINT.files, ROWS)
     assert differences(FINGERPRINT, HEALTHY, files) == []
-    assert fingerprint_brokers(FINGERPRINT) == [1, 2]
+    assert FINGERPRINT.file_brokers() == [1, 2]
 
 
 @pytest.mark.parametrize(
@@ -162,7 +179,7 @@ def test_no_drift_when_nothing_changed() -> None:
         ),
         (lambda s, r: (replace(s, topics={}), r), "topic orders znode: plan version 4, now gone"),
         (
-            lambda s, r: (s, {**r, 1: [{**r[1][0], "file_topic_id": NEW}]}),
+            lambda s, r: (s, {**r, 1: [replace(r[1][0], file_topic_id=NEW)]}),
             f"1:/data/1/kafka/orders-0/partition.metadata: plan {OLD}, now {NEW}",
         ),
         (
@@ -173,12 +190,12 @@ def test_no_drift_when_nothing_changed() -> None:
 )
 def test_every_kind_of_drift_is_named(change: object, expected: str) -> None:
     state, rows = change(HEALTHY, ROWS)  # type: ignore[operator]
-    files = observed_files(FINGERPRINT["files"], rows)  # type: ignore[arg-type]
+    files = observed_files(FINGERPRINT.files, rows)
     assert differences(FINGERPRINT, state, files) == [expected]
 
 
 def test_an_unreachable_broker_is_drift_too() -> None:
-    files = observed_files(FINGERPRINT["files"], {1: ROWS[1]})  # type: ignore[arg-type]
+    files = observed_files(FINGERPRINT.files, {1: ROWS[1]})
     assert differences(FINGERPRINT, HEALTHY, files, unreachable={2: "ssh: refused"}) == [
         "broker 2: its files could not be read again (ssh: refused)"
     ]

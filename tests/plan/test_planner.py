@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from remediate.plan import Plan, PlanOptions, compute_digest, make_plan, plan_from_json
+from remediate.plan import (
+    FileKey,
+    Plan,
+    PlanOptions,
+    compute_digest,
+    make_plan,
+    plan_from_json,
+)
 from remediate.playbook import Playbook, load_playbook
 from remediate.render import plan_markdown, plan_table
 from remediate.scan.report import Finding
@@ -180,7 +187,11 @@ def test_corrupt_files_are_repaired_too() -> None:
     plan = plan_for(state, findings_for(state, {(3, "t", 0): "METADATA_CORRUPT"}))
     assert [s.broker for s in plan.steps] == [3]
     assert "1 partition.metadata file(s) Kafka cannot read (t-0)" in plan.steps[0].reason
-    assert plan.fingerprint["files"] == {"3:/data/3/kafka/t-0/partition.metadata": None}
+    assert plan.fingerprint.files == {FileKey(3, "/data/3/kafka/t-0/partition.metadata"): None}
+    # In the plan's JSON, the key is "broker:path".
+    assert plan.to_json()["fingerprint"]["files"] == {
+        "3:/data/3/kafka/t-0/partition.metadata": None
+    }
 
 
 def test_scope_all_deletes_every_non_internal_partition_on_the_broker() -> None:

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from remediate.plan import Plan, PlanOptions, PlanStep, RestoreStep, make_plan, plan_from_json
+from remediate.plan import (
+    Plan,
+    PlanOptions,
+    RestartStep,
+    RestoreStep,
+    make_plan,
+    plan_from_json,
+)
 from remediate.playbook import load_playbook
 from remediate.render import plan_markdown
 from remediate.scan.report import Finding
@@ -74,8 +81,8 @@ def test_every_replica_holding_the_old_id_is_one_restore_and_no_restart() -> Non
     assert step.znode_version == 4
     assert "zk-write controller-election" in step.actions
     assert not plan.refused, plan.refusals
-    assert len(plan.fingerprint["files"]) == 9
-    assert set(plan.fingerprint["files"].values()) == {OLD}
+    assert len(plan.fingerprint.files) == 9
+    assert set(plan.fingerprint.files.values()) == {OLD}
 
 
 def test_a_topic_whose_replicas_disagree_gets_restarts_and_a_note_saying_why() -> None:
@@ -183,7 +190,7 @@ def test_a_plan_with_a_restore_survives_its_json_and_renders() -> None:
 def test_restart_steps_keep_their_kind_in_json() -> None:
     state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=2)
     plan = plan_for(state, findings_for(state, {(3, "t", 0): "TOPIC_ID_MISMATCH"}))
-    assert all(isinstance(s, PlanStep) for s in plan.steps)
+    assert all(isinstance(s, RestartStep) for s in plan.steps)
     assert plan.to_json()["steps"][0]["kind"] == "restart"
 
 
