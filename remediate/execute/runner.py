@@ -56,6 +56,7 @@ from remediate.execute.backup import (
 )
 from remediate.execute.journal import Journal, RunProgress, replay
 from remediate.execute.lock import RunLock
+from remediate.execute.steps import BACKUP, DELETE, StepKey
 from remediate.formats.logdir import parse_partition_dir
 from remediate.formats.topic_id import parse_topic_id
 from remediate.formats.znodes import (
@@ -222,10 +223,10 @@ class Executor:
             if not step.finished:
                 continue
             state.finished.add(key)
-            if key.endswith(":backup"):
-                broker = int(key.split(":")[1].removeprefix("broker-"))
-                state.backups[broker] = Backup.from_json(step.result["backup"])
-            if key.endswith(":delete"):
+            parsed = StepKey.parse(key)
+            if parsed.action == BACKUP and parsed.broker is not None:
+                state.backups[parsed.broker] = Backup.from_json(step.result["backup"])
+            if parsed.action == DELETE:
                 result = step.result
                 state.deleted += list(result.get("deleted", [])) + list(
                     result.get("already_gone", [])
@@ -700,7 +701,7 @@ class Executor:
         if self._finished(state, key):
             return
         resumed = state.progress.in_flight == key
-        point = key.split(":", 2)[2]
+        point = StepKey.parse(key).action
         self._journal("step-started", step=key, resumed=resumed)
         self._log("step started", key)
         failpoints.hit(f"{point}:started")
@@ -730,10 +731,10 @@ class Executor:
     def _log(self, message: str, key: str, **fields: Any) -> None:
         if self.s.log is None:
             return
-        _, target, step = key.split(":", 2)
-        broker = int(target.removeprefix("broker-")) if target.startswith("broker-") else None
-        topic = target.removeprefix("topic-") if target.startswith("topic-") else None
-        self.s.log.info(message, broker=broker, topic=topic, step=step, **fields)
+        parsed = StepKey.parse(key)
+        self.s.log.info(
+            message, broker=parsed.broker, topic=parsed.topic, step=parsed.action, **fields
+        )
 
     def _retried(self, what: str) -> Callable[[int, BaseException], None]:
         """Journals a retry of `what` (the journal explains what a run lived through)."""
