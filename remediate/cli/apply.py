@@ -15,7 +15,6 @@ from typing import Any, TextIO
 
 import click
 import structlog
-from kazoo.client import KazooClient
 from rich.console import Console
 from rich.table import Table
 
@@ -32,7 +31,7 @@ from remediate.execute.lock import RunLock
 from remediate.execute.runner import Executor, RunOutcome, Services
 from remediate.plan import Plan, plan_from_json
 from remediate.playbook import Gates, load_playbook
-from remediate.ports import Transport
+from remediate.ports import Transport, ZooKeeper
 from remediate.render import plan_table
 
 err = Console(stderr=True, highlight=False)
@@ -127,7 +126,7 @@ def check_approval(plan: Plan, document: dict[str, Any], approve: str | None) ->
         )
 
 
-def check_drift(config: ClusterConfig, zk: KazooClient, plan: Plan) -> None:
+def check_drift(config: ClusterConfig, zk: ZooKeeper, plan: Plan) -> None:
     if plan.cluster != config.cluster:
         raise RefusedError(
             f"the plan is for cluster {plan.cluster}, the configuration is {config.cluster}"
@@ -147,7 +146,7 @@ def check_drift(config: ClusterConfig, zk: KazooClient, plan: Plan) -> None:
 
 
 def _services(
-    config: ClusterConfig, zk: KazooClient, plan: Plan, log: Any, progress: Any
+    config: ClusterConfig, zk: ZooKeeper, plan: Plan, log: Any, progress: Any
 ) -> Services:
     # The gates the plan was approved with; a plan without them gets its playbooks' own.
     gates = {name: Gates.model_validate(values) for name, values in plan.gates.items()}

@@ -17,19 +17,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    BadVersionError,
-    ConnectionLoss,
-    KazooException,
-    NoNodeError,
-    OperationTimeoutError,
-)
 from tenacity import (
     RetryCallState,
     Retrying,
     retry_if_exception,
-    retry_if_exception_type,
     stop_after_attempt,
     wait_fixed,
 )
@@ -44,6 +35,8 @@ from remediate.errors import (
     LockLostError,
     RemediationError,
     TransportError,
+    VersionConflictError,
+    ZnodeMissingError,
     ZooKeeperError,
 )
 from remediate.execute import failpoints
@@ -77,7 +70,7 @@ from remediate.gates import (
 )
 from remediate.plan import Plan, PlanStep, RestoreStep
 from remediate.playbook import Gates
-from remediate.ports import Clock, Transport
+from remediate.ports import Clock, Transport, ZooKeeper
 from remediate.state import ClusterState, TopicPartition
 
 # Between two reads of a wait. A read is a handful of pipelined requests (for thousands of
@@ -101,7 +94,7 @@ class Services:
     """What the executor acts through; only the command line builds the real ones."""
 
     config: ClusterConfig
-    zk: KazooClient
+    zk: ZooKeeper
     transport_for: Callable[[int], Transport]
     clock: Clock
     gates: Mapping[str, Gates]
@@ -611,7 +604,7 @@ class Executor:
 
     def _write_topic_id(self, step: RestoreStep, *, regate: bool) -> dict[str, Any]:
         path = topic_path(step.topic)
-        data, stat = self._zk(lambda: self.s.zk.get(path))
+        data, stat = self.s.zk.get(path, on_retry=self._retried("a ZooKeeper request"))
         current = decode_topic(data, source=path)
         if current.topic_id is not None and str(current.topic_id) == step.topic_id:
             return {"znode_version": stat.version, "already": True}
@@ -635,10 +628,10 @@ class Executor:
         self.lock.ensure_held()
         try:
             new_stat = self.s.zk.set(path, updated, version=step.znode_version)
-        except BadVersionError as exc:
+        except VersionConflictError as exc:
             raise HaltedError(f"{path} changed while writing; nothing written") from exc
-        except KazooException as exc:
-            raise HaltedError(f"{path}: ZooKeeper write failed: {exc!r}") from exc
+        except ZooKeeperError as exc:
+            raise HaltedError(f"{path}: ZooKeeper write failed: {exc}") from exc
         self.s.progress(f"topic {step.topic}: wrote {step.topic_id} into {path}")
         return {"znode_version": new_stat.version, "topic_id": step.topic_id}
 
@@ -661,8 +654,8 @@ class Executor:
             raise HaltedError(f"controller election refused: {blocker}")
         self._journal("note", step=key, controller_epoch_before=before)
         self.lock.ensure_held()
-        with contextlib.suppress(NoNodeError):
-            self._zk(lambda: self.s.zk.delete(CONTROLLER))
+        with contextlib.suppress(ZnodeMissingError):
+            self.s.zk.delete(CONTROLLER, on_retry=self._retried("a ZooKeeper request"))
         self._wait(
             lambda: (
                 None
@@ -769,18 +762,6 @@ class Executor:
             reraise=True,
         )
 
-    def _zk(self, call: Callable[[], Any]) -> Any:
-        for attempt in Retrying(
-            stop=stop_after_attempt(5),
-            wait=wait_fixed(1),
-            retry=retry_if_exception_type((ConnectionLoss, OperationTimeoutError)),
-            before_sleep=self._before_sleep("a ZooKeeper request"),
-            reraise=True,
-        ):
-            with attempt:
-                return call()
-        raise ZooKeeperError("unreachable")  # pragma: no cover
-
     def _read(self, topics: Collection[str] | None = None) -> ClusterState:
         try:
             return read_cluster_state(
@@ -812,7 +793,7 @@ class Executor:
         self._journal("sample", **health_sample(whole, self.s.config.min_insync_replicas_default))
 
     def _controller_epoch(self) -> int:
-        data, _ = self._zk(lambda: self.s.zk.get("/controller_epoch"))
+        data, _ = self.s.zk.get("/controller_epoch", on_retry=self._retried("a ZooKeeper request"))
         return decode_controller_epoch(data)
 
     def _running_reason(self, broker: int) -> str | None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from remediate.collect.zookeeper import KazooZooKeeper
 from remediate.execute.journal import Journal
 from remediate.execute.lock import RunLock
 from remediate.execute.steps import RESTART_ACTIONS, StepKey
@@ -396,7 +397,7 @@ def test_a_second_run_is_refused_while_the_lock_is_held(
     config = directory / "cluster.yaml"
     name = yaml.safe_load(config.read_text())["cluster"]
     zk = cluster.zk_client(incident.state)
-    holder = RunLock(zk, name, run_id="other-operator-run")
+    holder = RunLock(KazooZooKeeper(zk), name, run_id="other-operator-run")
     holder.acquire()
     try:
         plan_path = tmp_path / "plan.json"
