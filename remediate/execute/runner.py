@@ -436,7 +436,9 @@ class Executor:
 
     def _verify_broker(self, step: PlanStep) -> dict[str, Any]:
         zk_state = self._read()
-        report = inspect_broker(self.s.config, self.s.config.broker(step.broker))
+        report = inspect_broker(
+            self.s.config, self.s.config.broker(step.broker), self.s.transport_for
+        )
         if not report.reachable:
             raise HaltedError(f"broker {step.broker}: files could not be read ({report.error})")
         wrong, missing = [], []
@@ -581,7 +583,7 @@ class Executor:
             return f"broker(s) {unknown} host {step.topic} but are not in the configuration"
         found: dict[tuple[int, int], str | None] = {}
         # Every host at once, in parallel, as the scan collects them.
-        for report in collect_brokers(self.s.config, hosts):
+        for report in collect_brokers(self.s.config, hosts, transport_for=self.s.transport_for):
             if not report.reachable:
                 return f"broker {report.broker_id} could not be inspected ({report.error})"
             broker = report.broker_id
