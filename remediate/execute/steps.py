@@ -52,7 +52,9 @@ ROLLBACK = "rollback"
 BROKER = "broker-"
 TOPIC = "topic-"
 
-_KEY = re.compile(r"(?:(?P<rollback>rollback)?(?P<index>\d+):)?(?P<target>[^:]+):(?P<action>.+)")
+_KEY = re.compile(
+    r"(?:(?P<rollback>rollback)?(?P<index>\d+):)?(?P<target>(?:broker|topic)-[^:]+):(?P<action>.+)"
+)
 
 
 @dataclass(frozen=True)
