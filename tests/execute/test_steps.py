@@ -6,6 +6,7 @@ import pytest
 
 from remediate.execute import steps
 from remediate.execute.steps import StepKey
+from remediate.playbook import load_playbook
 
 
 @pytest.mark.parametrize(
@@ -48,8 +49,6 @@ def test_anything_else_is_not_a_key(text: str) -> None:
 
 
 def test_the_action_vocabulary_is_the_playbooks() -> None:
-    from remediate.playbook import load_playbook
-
     assert tuple(str(s) for s in load_playbook("topicid-mismatch").steps) == steps.RESTART_ACTIONS
     assert tuple(str(s) for s in load_playbook("restore-zk-topic-id").steps) == (
         steps.RESTORE_ACTIONS
