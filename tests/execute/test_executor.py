@@ -422,3 +422,21 @@ def test_retries_of_zookeeper_reads_are_journaled(stale: tuple[World, Plan, Path
         ("a ZooKeeper read", 2),
     ]
     assert_repaired(w, held)
+
+
+def test_rollback_puts_back_what_the_run_deleted(stale: tuple[World, Plan, Path]) -> None:
+    w, plan, held = stale
+    assert w.run(plan).status == "completed"
+    journal = Journal.open(w.journals, RUN)
+    lock = RunLock(w.zk, "fake", run_id=RUN)
+    lock.acquire()
+    try:
+        restored = Executor(plan, w.services(lambda _point: None), journal, lock).rollback()
+    finally:
+        lock.release()
+    assert restored == {3: [str(held)]}
+    assert held.read_bytes() == encode_partition_metadata(OLD_ID)
+    assert w.kafka.commands[2:] == ["svc stop 3", "svc start 3"]
+    events = [r["event"] for r in w.records() if str(r["event"]).startswith("rollback-")]
+    assert events == ["rollback-started", "rollback-restored", "rollback-finished"]
+    assert [r["step"] for r in w.records("rollback-finished")] == ["rollback0:broker-3:rollback"]
