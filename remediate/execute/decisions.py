@@ -158,7 +158,7 @@ def stale_holders(
     """
     stale: dict[TopicPartition, set[int]] = {}
     for key, file_id in fingerprint.get("files", {}).items():
-        broker_text, path = key.split(":", 1)
+        broker_text, _, path = key.partition(":")
         name = path.rsplit("/", 2)[-2]
         try:
             parsed = parse_partition_dir(name, source="plan fingerprint")
