@@ -711,7 +711,6 @@ def breakdown_collect(config: ClusterConfig, directory: Path) -> dict[str, Any]:
         try:
             state = read_cluster_state(zk)
         finally:
-            zk.stop()
             zk.close()
     result["zk_read"] = meter.figures
 

@@ -36,6 +36,14 @@ class ZooKeeperError(RemediationError):
     """ZooKeeper could not be reached or answered with an error."""
 
 
+class ZnodeMissingError(ZooKeeperError):
+    """The znode asked for does not exist."""
+
+
+class VersionConflictError(ZooKeeperError):
+    """A conditional write lost: the znode changed since the version it was made against."""
+
+
 class TransportError(RemediationError):
     """A command could not be run on a broker host (connection, host key, timeout)."""
 

@@ -7,8 +7,9 @@ use the real services.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 
 @dataclass(frozen=True)
@@ -47,3 +48,94 @@ class Clock(Protocol):
     def monotonic(self) -> float: ...
 
     def sleep(self, seconds: float) -> None: ...
+
+
+class SessionState:
+    """What a ZooKeeper client's connection listeners are told (the strings kazoo uses)."""
+
+    CONNECTED: Final = "CONNECTED"
+    SUSPENDED: Final = "SUSPENDED"  # connection dropped; the session may still be alive
+    LOST: Final = "LOST"  # the session expired: its ephemeral znodes are gone
+
+
+@dataclass(frozen=True)
+class ZnodeStat:
+    """The parts of a znode's stat the tool reads."""
+
+    version: int
+    czxid: int  # the transaction that created it (a broker registration's epoch)
+    ephemeral_owner: int  # the session owning an ephemeral znode, 0 for a persistent one
+
+
+# Told of each retry of a ZooKeeper request: the attempt that failed and its error.
+OnRetry = Callable[[int, BaseException], None]
+Listener = Callable[[str], None]
+
+
+class ZooKeeperLock(Protocol):
+    """A lock recipe (kazoo's Lock): sequential ephemeral contender nodes under one path."""
+
+    @property
+    def node(self) -> str | None:
+        """Our contender node's name (not its path) once created."""
+        ...
+
+    def acquire(self, *, timeout: float) -> bool:
+        """Take the lock, waiting at most `timeout` seconds (0: do not wait); False if it
+        stayed held. ZooKeeperError if ZooKeeper failed."""
+        ...
+
+    def contenders(self) -> list[str]:
+        """The identifiers of the holder and the waiting contenders, holder first."""
+        ...
+
+
+class ZooKeeper(Protocol):
+    """A ZooKeeper session. Every error is a ZooKeeperError; requests that only read are
+    retried on a dropped connection (bounded), each retry told to `on_retry`."""
+
+    @property
+    def connected(self) -> bool: ...
+
+    @property
+    def session_id(self) -> int | None:
+        """The current session's id (None when there is none)."""
+        ...
+
+    def get(self, path: str, *, on_retry: OnRetry | None = None) -> tuple[bytes, ZnodeStat]:
+        """The znode's data and stat; ZnodeMissingError if it does not exist."""
+        ...
+
+    def get_many(
+        self, paths: Collection[str], *, on_retry: OnRetry | None = None
+    ) -> dict[str, tuple[bytes, ZnodeStat] | None]:
+        """Every znode of `paths` in one pipelined round trip; None for a missing one."""
+        ...
+
+    def children(self, path: str, *, on_retry: OnRetry | None = None) -> list[str]:
+        """The children's names, sorted; none for a missing znode."""
+        ...
+
+    def exists(self, path: str) -> ZnodeStat | None:
+        """One request, never retried: its caller treats any doubt as an answer."""
+        ...
+
+    def set(self, path: str, data: bytes, *, version: int) -> ZnodeStat:
+        """Write `data` if the znode is still at `version`; VersionConflictError if not.
+        Never retried: a conditional write whose answer was lost could conflict with itself."""
+        ...
+
+    def delete(
+        self, path: str, *, timeout: float | None = None, on_retry: OnRetry | None = None
+    ) -> None:
+        """Delete `path`; ZnodeMissingError if it is not there. With `timeout`: one attempt
+        that waits that long at most for the answer (ZooKeeperError without one)."""
+        ...
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call `listener` with each SessionState change, from the client's own thread."""
+        ...
+
+    def remove_listener(self, listener: Listener) -> None: ...
+
+    def lock(self, path: str, identifier: str = "") -> ZooKeeperLock: ...

@@ -15,14 +15,13 @@ from typing import Any, TextIO
 
 import click
 import structlog
-from kazoo.client import KazooClient
 from rich.console import Console
 from rich.table import Table
 
 from remediate.cli import EXIT_HALTED, EXIT_REFUSED
 from remediate.cli.plan import build_plan, out, write_plan
 from remediate.cli.scan import collect_and_scan
-from remediate.collect.run import collect_brokers, transport_for, zk_settings
+from remediate.collect.run import collect_brokers, transports, zk_settings
 from remediate.collect.zookeeper import read_cluster_state, session
 from remediate.config import ClusterConfig, load_cluster_config
 from remediate.errors import RefusedError
@@ -32,7 +31,7 @@ from remediate.execute.lock import RunLock
 from remediate.execute.runner import Executor, RunOutcome, Services
 from remediate.plan import Plan, plan_from_json
 from remediate.playbook import Timeouts, load_playbook
-from remediate.ports import Transport
+from remediate.ports import ZooKeeper
 from remediate.render import plan_table
 
 err = Console(stderr=True, highlight=False)
@@ -127,14 +126,14 @@ def check_approval(plan: Plan, document: dict[str, Any], approve: str | None) ->
         )
 
 
-def check_drift(config: ClusterConfig, zk: KazooClient, plan: Plan) -> None:
+def check_drift(config: ClusterConfig, zk: ZooKeeper, plan: Plan) -> None:
     if plan.cluster != config.cluster:
         raise RefusedError(
             f"the plan is for cluster {plan.cluster}, the configuration is {config.cluster}"
         )
     state = read_cluster_state(zk)
     brokers = [b for b in plan.fingerprint.file_brokers() if b in config.broker_ids]
-    reports = collect_brokers(config, brokers) if brokers else ()
+    reports = collect_brokers(config, brokers, transport_for=transports(config)) if brokers else ()
     rows = {r.broker_id: r.replicas for r in reports if r.reachable}
     unreachable = {r.broker_id: r.error or "unreachable" for r in reports if not r.reachable}
     files = observed_files(plan.fingerprint.files, rows)
@@ -147,20 +146,17 @@ def check_drift(config: ClusterConfig, zk: KazooClient, plan: Plan) -> None:
 
 
 def _services(
-    config: ClusterConfig, zk: KazooClient, plan: Plan, log: Any, progress: Any
+    config: ClusterConfig, zk: ZooKeeper, plan: Plan, log: Any, progress: Any
 ) -> Services:
     # The gates the plan was approved with; a plan without them gets its playbooks' own.
     gates = {name: Timeouts.model_validate(values) for name, values in plan.gates.items()}
     for name in {plan.playbook, *(step.playbook for step in plan.restores)} - set(gates):
         gates[name] = load_playbook(name).gates
 
-    def transport(broker: int) -> Transport:
-        return transport_for(config, config.broker(broker))
-
     return Services(
         config=config,
         zk=zk,
-        transport_for=transport,
+        transport_for=transports(config),
         clock=SystemClock(),
         gates=gates,
         log=log,

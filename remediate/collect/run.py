@@ -29,6 +29,8 @@ from remediate.transport import LocalTransport, SshSettings, SshTransport
 
 INVENTORY_TIMEOUT_S = 300.0
 Progress = Callable[[str], None]
+# A new transport to one broker's host, by broker id; whoever asks for one closes it.
+TransportFactory = Callable[[int], Transport]
 
 
 def zk_settings(config: ClusterConfig) -> ZkSettings:
@@ -72,6 +74,15 @@ def transport_for(config: ClusterConfig, broker: BrokerConfig) -> Transport:
             else None,
         )
     )
+
+
+def transports(config: ClusterConfig) -> TransportFactory:
+    """The real transports of `config`'s brokers (ssh, or local for a sandbox)."""
+
+    def factory(broker: int) -> Transport:
+        return transport_for(config, config.broker(broker))
+
+    return factory
 
 
 def read_log_dirs(config: ClusterConfig, broker: BrokerConfig, transport: Transport) -> list[str]:
@@ -145,9 +156,11 @@ def replica_rows(inventory: Inventory) -> tuple[list[dict[str, Any]], list[Repli
     return log_dirs, replicas
 
 
-def inspect_broker(config: ClusterConfig, broker: BrokerConfig) -> BrokerReport:
+def inspect_broker(
+    config: ClusterConfig, broker: BrokerConfig, transport_for: TransportFactory
+) -> BrokerReport:
     """Inventory one broker's log dirs; an unreachable broker is a report, never a crash."""
-    transport = transport_for(config, broker)
+    transport = transport_for(broker.id)
     try:
         log_dirs = read_log_dirs(config, broker, transport)
         command = inventory_command(log_dirs, sudo=config.use_sudo(broker.id), epoch_tail_lines=1)
@@ -188,11 +201,14 @@ def collect_brokers(
     config: ClusterConfig,
     broker_ids: Sequence[int] | None = None,
     *,
+    transport_for: TransportFactory,
     progress: Progress | None = None,
 ) -> tuple[BrokerReport, ...]:
+    """Inventory `broker_ids` (every configured broker by default) in parallel, each through
+    a transport from `transport_for`."""
     brokers = [b for b in config.brokers if broker_ids is None or b.id in broker_ids]
     with ThreadPoolExecutor(max_workers=max(1, min(32, len(brokers)))) as pool:
-        futures = {b.id: pool.submit(inspect_broker, config, b) for b in brokers}
+        futures = {b.id: pool.submit(inspect_broker, config, b, transport_for) for b in brokers}
         reports = []
         for broker_id, future in futures.items():
             report = future.result()
@@ -216,6 +232,6 @@ def collect(
     if progress is not None:
         progress(f"ZooKeeper: {len(state.topics)} topics, {len(state.partitions)} partitions")
     with gc_paused():
-        reports = collect_brokers(config, progress=progress)
+        reports = collect_brokers(config, transport_for=transports(config), progress=progress)
         write_snapshot(directory, cluster=config.cluster, state=state, brokers=reports)
     return Collected(directory, state, reports)

@@ -1,22 +1,35 @@
-"""The ZooKeeper collector: one read-only, pipelined pass over a ZK-mode cluster's znodes.
+"""ZooKeeper: the kazoo adapter behind the `ZooKeeper` port, and the collector's one
+read-only, pipelined pass over a ZK-mode cluster's znodes.
 
-Reads are issued asynchronously and collected afterwards, so a cluster with fifty thousand
-partitions costs a handful of round trips, not fifty thousand. Connection loss is retried
-(bounded) with tenacity; nothing else is. Nothing here ever writes.
+The adapter is the only place that touches kazoo: it retries what may be retried (a dropped
+connection, bounded, with tenacity; nothing else), tells the caller of each retry, and turns
+kazoo's exceptions into ZooKeeperError and its subclasses. Reads are issued asynchronously
+and collected afterwards, so a cluster with fifty thousand partitions costs a handful of
+round trips, not fifty thousand. The collector never writes.
 """
 
 from __future__ import annotations
 
+import itertools
 import ssl
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError, OperationTimeoutError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    KazooException,
+    LockTimeout,
+    NoNodeError,
+    OperationTimeoutError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat as KazooStat
+from kazoo.recipe.lock import Lock
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -26,7 +39,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from remediate.errors import FormatError, ZooKeeperError
+from remediate.errors import FormatError, VersionConflictError, ZnodeMissingError, ZooKeeperError
 from remediate.formats.znodes import (
     BROKER_IDS,
     BROKER_TOPICS,
@@ -46,9 +59,13 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
+from remediate.ports import Listener, OnRetry, ZnodeStat, ZooKeeper
 from remediate.state import ClusterState, TopicPartition, TopicState
 
 TRANSIENT = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError)
+# A read of a dropped connection: 5 attempts in about 3 s.
+READ_ATTEMPTS = 5
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -107,17 +124,16 @@ def make_client(settings: ZkSettings) -> KazooClient:
 
 
 @contextmanager
-def session(settings: ZkSettings, *, timeout: float = 15.0) -> Iterator[KazooClient]:
-    """A connected client for the `with` block, stopped and closed after it."""
-    client = connect(settings, timeout=timeout)
+def session(settings: ZkSettings, *, timeout: float = 15.0) -> Iterator[KazooZooKeeper]:
+    """A connected session for the `with` block, closed after it."""
+    zk = connect(settings, timeout=timeout)
     try:
-        yield client
+        yield zk
     finally:
-        client.stop()
-        client.close()
+        zk.close()
 
 
-def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooClient:
+def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooZooKeeper:
     """A started client whose session has answered a read.
 
     kazoo reports the session as connected before SASL authentication has finished, and a
@@ -142,7 +158,7 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooClient:
             f"ZooKeeper at {settings.connect} refused the session: {type(exc).__name__}"
             f"{_auth_hint(settings.auth)}"
         ) from exc
-    return client
+    return KazooZooKeeper(client)
 
 
 # A connection that drops for a moment is retried like every read; a refused SASL login fails
@@ -166,22 +182,161 @@ def _auth_hint(auth: ZkAuth | None) -> str:
     return f" (check the {mechanism} credentials of user {auth.username!r})"
 
 
-def _gather(results: dict[Any, Any]) -> dict[Any, tuple[bytes, Any] | None]:
-    """Resolve async reads: value, or None for a znode that does not exist."""
-    resolved: dict[Any, tuple[bytes, Any] | None] = {}
-    for key, result in results.items():
+def _stat(stat: KazooStat) -> ZnodeStat:
+    return ZnodeStat(stat.version, stat.czxid, stat.ephemeralOwner)
+
+
+def _telling(on_retry: OnRetry | None) -> Callable[[RetryCallState], None]:
+    def tell(state: RetryCallState) -> None:
+        if on_retry is not None and state.outcome is not None:
+            error = state.outcome.exception()
+            if error is not None:
+                on_retry(state.attempt_number, error)
+
+    return tell
+
+
+class KazooZooKeeper:
+    """The `ZooKeeper` port over a started kazoo client."""
+
+    def __init__(self, client: KazooClient) -> None:
+        self.client = client
+
+    def close(self) -> None:
+        """Stop and close the client: its session ends, and its ephemeral znodes with it."""
+        self.client.stop()
+        self.client.close()
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.client.connected)
+
+    @property
+    def session_id(self) -> int | None:
+        client_id = self.client.client_id
+        return int(client_id[0]) if client_id else None
+
+    def _retried(self, what: str, call: Callable[[], T], on_retry: OnRetry | None) -> T:
         try:
-            resolved[key] = result.get()
-        except NoNodeError:
-            resolved[key] = None
-    return resolved
+            for attempt in Retrying(
+                retry=retry_if_exception_type(TRANSIENT),
+                stop=stop_after_attempt(READ_ATTEMPTS),
+                wait=wait_exponential(multiplier=0.2, max=3),
+                before_sleep=_telling(on_retry),
+                reraise=True,
+            ):
+                with attempt:
+                    return call()
+            raise AssertionError("unreachable")  # pragma: no cover
+        except TRANSIENT as exc:
+            raise ZooKeeperError(f"ZooKeeper connection lost ({what}): {exc}") from exc
+        except NoNodeError as exc:
+            raise ZnodeMissingError(f"{what}: no such znode") from exc
+        except KazooException as exc:
+            raise ZooKeeperError(
+                f"ZooKeeper refused a request ({what}): {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def get(self, path: str, *, on_retry: OnRetry | None = None) -> tuple[bytes, ZnodeStat]:
+        def read() -> tuple[bytes, ZnodeStat]:
+            data, stat = self.client.get(path)
+            return data, _stat(stat)
+
+        return self._retried(f"read of {path}", read, on_retry)
+
+    def get_many(
+        self, paths: Collection[str], *, on_retry: OnRetry | None = None
+    ) -> dict[str, tuple[bytes, ZnodeStat] | None]:
+        def read() -> dict[str, tuple[bytes, ZnodeStat] | None]:
+            # Every read in flight at once; the results are collected afterwards.
+            pending = {p: self.client.get_async(p) for p in paths}
+            resolved: dict[str, tuple[bytes, ZnodeStat] | None] = {}
+            for path, result in pending.items():
+                try:
+                    data, stat = result.get()
+                except NoNodeError:
+                    resolved[path] = None
+                else:
+                    resolved[path] = (data, _stat(stat))
+            return resolved
+
+        return self._retried(f"read of {len(paths)} znode(s)", read, on_retry)
+
+    def children(self, path: str, *, on_retry: OnRetry | None = None) -> list[str]:
+        def read() -> list[str]:
+            try:
+                return sorted(self.client.get_children(path))
+            except NoNodeError:
+                return []
+
+        return self._retried(f"read of {path}'s children", read, on_retry)
+
+    def exists(self, path: str) -> ZnodeStat | None:
+        try:
+            stat = self.client.exists(path)
+        except KazooException as exc:
+            raise ZooKeeperError(f"{type(exc).__name__}: {exc}") from exc
+        return None if stat is None else _stat(stat)
+
+    def set(self, path: str, data: bytes, *, version: int) -> ZnodeStat:
+        try:
+            return _stat(self.client.set(path, data, version=version))
+        except BadVersionError as exc:
+            raise VersionConflictError(f"{path} is no longer at version {version}") from exc
+        except NoNodeError as exc:
+            raise ZnodeMissingError(f"{path}: no such znode") from exc
+        except KazooException as exc:
+            raise ZooKeeperError(f"{path}: {type(exc).__name__}: {exc}") from exc
+
+    def delete(
+        self, path: str, *, timeout: float | None = None, on_retry: OnRetry | None = None
+    ) -> None:
+        if timeout is None:
+            self._retried(f"delete of {path}", lambda: self.client.delete(path), on_retry)
+            return
+        try:
+            self.client.delete_async(path).get(timeout=timeout)
+        except NoNodeError as exc:
+            raise ZnodeMissingError(f"{path}: no such znode") from exc
+        except (KazooException, self.client.handler.timeout_exception) as exc:
+            raise ZooKeeperError(f"delete of {path}: {type(exc).__name__}: {exc}") from exc
+
+    def add_listener(self, listener: Listener) -> None:
+        self.client.add_listener(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        self.client.remove_listener(listener)
+
+    def lock(self, path: str, identifier: str = "") -> KazooLock:
+        return KazooLock(Lock(self.client, path, identifier))
 
 
-def _children(zk: KazooClient, path: str) -> list[str]:
-    try:
-        return sorted(zk.get_children(path))
-    except NoNodeError:
-        return []
+class KazooLock:
+    """kazoo's Lock recipe behind the `ZooKeeperLock` port."""
+
+    def __init__(self, lock: Lock) -> None:
+        self._lock = lock
+
+    @property
+    def node(self) -> str | None:
+        node = self._lock.node
+        return None if node is None else str(node)
+
+    def acquire(self, *, timeout: float) -> bool:
+        try:
+            if timeout > 0:
+                return bool(self._lock.acquire(blocking=True, timeout=timeout))
+            return bool(self._lock.acquire(blocking=False))
+        except LockTimeout:
+            return False
+        except KazooException as exc:
+            raise ZooKeeperError(f"{type(exc).__name__}: {exc}") from exc
+
+    def contenders(self) -> list[str]:
+        try:
+            return [str(c) for c in self._lock.contenders()]
+        except KazooException as exc:
+            raise ZooKeeperError(f"{type(exc).__name__}: {exc}") from exc
 
 
 def _decode_brokers(reads: dict[Any, Any], problems: list[str]) -> dict[int, BrokerRegistration]:
@@ -256,68 +411,55 @@ def _decode_singles(
         return None, None, None
 
 
-def _read(zk: KazooClient, topics_filter: Iterable[str] | None) -> ClusterState:
+def _read(zk: ZooKeeper, topics_filter: Iterable[str] | None, on_retry: OnRetry) -> ClusterState:
     problems: list[str] = []
-    singles = _gather({p: zk.get_async(p) for p in (CONTROLLER, CONTROLLER_EPOCH, CLUSTER_ID)})
-    broker_ids = _children(zk, BROKER_IDS)
-    topic_names = _children(zk, BROKER_TOPICS)
+    singles = zk.get_many((CONTROLLER, CONTROLLER_EPOCH, CLUSTER_ID), on_retry=on_retry)
+    broker_ids = zk.children(BROKER_IDS, on_retry=on_retry)
+    topic_names = zk.children(BROKER_TOPICS, on_retry=on_retry)
     if topics_filter is not None:
         wanted = set(topics_filter)
         topic_names = [t for t in topic_names if t in wanted]
     # Every read of one level is in flight at once; results are collected afterwards.
-    broker_reads = _gather({b: zk.get_async(f"{BROKER_IDS}/{b}") for b in broker_ids})
-    topic_reads = _gather({t: zk.get_async(topic_path(t)) for t in topic_names})
-    config_reads = _gather({t: zk.get_async(topic_config_path(t)) for t in topic_names})
-    topics = _decode_topics(topic_reads, config_reads, problems)
-    state_reads = _gather(
-        {
-            (t, p): zk.get_async(partition_state_path(t, p))
-            for t, topic in topics.items()
-            for p in topic.assignment.partitions
-        }
+    broker_paths = {b: f"{BROKER_IDS}/{b}" for b in broker_ids}
+    topic_paths = {t: topic_path(t) for t in topic_names}
+    config_paths = {t: topic_config_path(t) for t in topic_names}
+    level = zk.get_many(
+        [*broker_paths.values(), *topic_paths.values(), *config_paths.values()],
+        on_retry=on_retry,
     )
+    topics = _decode_topics(
+        {t: level[p] for t, p in topic_paths.items()},
+        {t: level[p] for t, p in config_paths.items()},
+        problems,
+    )
+    state_paths = {
+        (t, p): partition_state_path(t, p)
+        for t, topic in topics.items()
+        for p in topic.assignment.partitions
+    }
+    state_reads = zk.get_many(list(state_paths.values()), on_retry=on_retry)
     controller_id, controller_epoch, cluster_id = _decode_singles(singles, problems)
     return ClusterState(
         cluster_id=cluster_id,
         controller_id=controller_id,
         controller_epoch=controller_epoch,
-        brokers=_decode_brokers(broker_reads, problems),
+        brokers=_decode_brokers({b: level[p] for b, p in broker_paths.items()}, problems),
         topics=topics,
-        partitions=_decode_states(state_reads, problems),
+        partitions=_decode_states({k: state_reads[p] for k, p in state_paths.items()}, problems),
         problems=tuple(problems),
     )
 
 
-OnRetry = Callable[[int, BaseException], None]
-
-
 def read_cluster_state(
-    zk: KazooClient, *, topics: Iterable[str] | None = None, on_retry: OnRetry | None = None
+    zk: ZooKeeper, *, topics: Iterable[str] | None = None, on_retry: OnRetry | None = None
 ) -> ClusterState:
     """Read the whole cluster (or only `topics`) in a few pipelined round trips. A dropped
-    connection is retried (5 attempts in about 5 s); `on_retry(attempt, error)` is told of
-    each retry, so that a caller can record it."""
+    connection is retried (by the adapter, bounded); `on_retry(attempt, error)` is told of
+    each retry, attempts counted over the whole read, so that a caller can record it."""
+    attempts = itertools.count(1)
 
-    def tell(state: RetryCallState) -> None:
-        if on_retry is not None and state.outcome is not None:
-            error = state.outcome.exception()
-            if error is not None:
-                on_retry(state.attempt_number, error)
+    def tell(_attempt: int, error: BaseException) -> None:
+        if on_retry is not None:
+            on_retry(next(attempts), error)
 
-    try:
-        for attempt in Retrying(
-            retry=retry_if_exception_type(TRANSIENT),
-            stop=stop_after_attempt(5),
-            wait=wait_exponential(multiplier=0.2, max=3),
-            before_sleep=tell,
-            reraise=True,
-        ):
-            with attempt:
-                return _read(zk, topics)
-        raise AssertionError("unreachable")  # pragma: no cover
-    except TRANSIENT as exc:
-        raise ZooKeeperError(
-            f"ZooKeeper connection lost while reading the cluster state: {exc}"
-        ) from exc
-    except KazooException as exc:
-        raise ZooKeeperError(f"ZooKeeper refused a read: {type(exc).__name__}: {exc}") from exc
+    return _read(zk, topics, tell)

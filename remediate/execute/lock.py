@@ -1,4 +1,4 @@
-"""One run per cluster: a kazoo lock in ZooKeeper, checked before every destructive action.
+"""One run per cluster: a lock in ZooKeeper, checked before every destructive action.
 
 The lock is an ephemeral sequential znode under `/remediate/locks/<cluster>`, so it lives
 exactly as long as the ZooKeeper session that created it. A session can end behind the
@@ -18,12 +18,9 @@ import threading
 from types import TracebackType
 
 import structlog
-from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, LockTimeout
-from kazoo.protocol.states import KazooState
-from kazoo.recipe.lock import Lock
 
 from remediate.errors import ConfigError, LockHeldError, LockLostError, ZooKeeperError
+from remediate.ports import SessionState, ZooKeeper, ZooKeeperLock
 
 LOCK_ROOT = "/remediate/locks"
 # How long release waits for ZooKeeper to confirm the delete; the node goes with the
@@ -51,17 +48,17 @@ class RunLock:
     """The cluster's run lock, held by one run through one ZooKeeper session."""
 
     def __init__(
-        self, zk: KazooClient, cluster: str, *, run_id: str, identifier: str | None = None
+        self, zk: ZooKeeper, cluster: str, *, run_id: str, identifier: str | None = None
     ) -> None:
         self.zk = zk
         self.cluster = cluster
         self.path = lock_path(cluster)
         self.run_id = run_id
         self.identifier = identifier if identifier is not None else default_identifier(run_id)
-        self._lock: Lock | None = None
+        self._lock: ZooKeeperLock | None = None
         self._node_path: str | None = None
         self._session_id: int | None = None
-        # Written by kazoo's connection thread through the listener, read by the run.
+        # Written by the client's connection thread through the listener, read by the run.
         self._lost = threading.Event()
         self._connected = threading.Event()
         self._suspensions = 0
@@ -85,7 +82,7 @@ class RunLock:
         """
         if self._node_path is not None:
             return
-        lock = Lock(self.zk, self.path, self.identifier)
+        lock = self.zk.lock(self.path, self.identifier)
         self._lost.clear()
         self._connected.clear()
         self._suspensions = 0
@@ -95,15 +92,10 @@ class RunLock:
         if self.zk.connected:
             self._connected.set()
         try:
-            if timeout > 0:
-                gotten = lock.acquire(blocking=True, timeout=timeout)
-            else:
-                gotten = lock.acquire(blocking=False)
-        except LockTimeout:
-            gotten = False
-        except KazooException as error:
+            gotten = lock.acquire(timeout=timeout)
+        except ZooKeeperError as error:
             self.zk.remove_listener(self._on_state)
-            raise ZooKeeperError(f"cannot take the lock {self.path}: {error!r}") from error
+            raise ZooKeeperError(f"cannot take the lock {self.path}: {error}") from error
         if not gotten:
             self.zk.remove_listener(self._on_state)
             holder = self._read_holder()
@@ -112,10 +104,9 @@ class RunLock:
                 " if that process is gone, its lock ends with its ZooKeeper session",
                 holder=holder,
             )
-        client_id = self.zk.client_id
         self._lock = lock
         self._node_path = f"{self.path}/{lock.node}"
-        self._session_id = client_id[0] if client_id else None
+        self._session_id = self.zk.session_id
         self._log.info("lock acquired", node=self._node_path, identifier=self.identifier)
 
     def ensure_held(self, *, reconnect_timeout: float = 10.0) -> None:
@@ -133,16 +124,16 @@ class RunLock:
         self._raise_if_lost()
         try:
             stat = self.zk.exists(self._node_path)
-        except KazooException as error:
+        except ZooKeeperError as error:
             raise LockLostError(
                 f"lock {self.path}: cannot confirm our node {self._node_path}: {error!r}"
             ) from error
         if stat is None:
             raise LockLostError(f"lock {self.path}: our node {self._node_path} was deleted")
-        if stat.ephemeralOwner != self._session_id:
+        if stat.ephemeral_owner != self._session_id:
             raise LockLostError(
                 f"lock {self.path}: node {self._node_path} belongs to session"
-                f" {stat.ephemeralOwner:#x}, not ours"
+                f" {stat.ephemeral_owner:#x}, not ours"
             )
 
     def release(self) -> None:
@@ -153,8 +144,8 @@ class RunLock:
             return
         try:
             # Not Lock.release: it retries until ZooKeeper answers, which may be never.
-            self.zk.delete_async(node_path).get(timeout=RELEASE_TIMEOUT)
-        except (KazooException, self.zk.handler.timeout_exception) as error:
+            self.zk.delete(node_path, timeout=RELEASE_TIMEOUT)
+        except ZooKeeperError as error:
             # Gone with the session, or goes with it when the client is closed.
             self._log.warning("lock release not confirmed", node=node_path, error=repr(error))
         else:
@@ -167,9 +158,9 @@ class RunLock:
 
     def _read_holder(self) -> str | None:
         try:
-            contenders = Lock(self.zk, self.path).contenders()
-        except KazooException as error:
-            raise ZooKeeperError(f"cannot read the lock {self.path}: {error!r}") from error
+            contenders = self.zk.lock(self.path).contenders()
+        except ZooKeeperError as error:
+            raise ZooKeeperError(f"cannot read the lock {self.path}: {error}") from error
         return str(contenders[0]) if contenders else None
 
     def _raise_if_lost(self) -> None:
@@ -180,12 +171,12 @@ class RunLock:
             )
 
     def _on_state(self, state: str) -> None:
-        # Runs on kazoo's connection thread: it must not block.
-        if state == KazooState.LOST:
+        # Runs on the client's connection thread: it must not block.
+        if state == SessionState.LOST:
             self._lost.set()
             self._connected.clear()
             self._log.error("zookeeper session lost while holding the lock")
-        elif state == KazooState.SUSPENDED:
+        elif state == SessionState.SUSPENDED:
             self._suspensions += 1
             self._connected.clear()
             self._log.warning("zookeeper connection suspended while holding the lock")

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from remediate.execute.journal import replay
+from remediate.execute.steps import StepKey
 
 # Run-level events shown in the report's event list (steps, gates and samples have their own).
 RUN_EVENTS = frozenset(
@@ -297,13 +298,12 @@ def split_key(key: str) -> tuple[int, str, str]:
     Rollback keys ("rollback0:broker-3:restore") and gate keys ("broker-3:pre-gate") have
     other shapes; they keep their target and name.
     """
-    parts = key.split(":", 2)
-    if len(parts) == 3:
-        index = int(parts[0]) if parts[0].isdigit() else -1
-        return index, parts[1], parts[2]
-    if len(parts) == 2:
-        return -1, parts[0], parts[1]
-    return -1, "", key
+    try:
+        parsed = StepKey.parse(key)
+    except ValueError:
+        return -1, "", key
+    index = -1 if parsed.index is None or parsed.rollback else parsed.index
+    return index, parsed.target, parsed.action
 
 
 def actions(records: Sequence[Mapping[str, Any]]) -> tuple[Action, ...]:

@@ -10,23 +10,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
+from remediate.execute import steps
 from remediate.report.model import FAILED, FINISHED, IN_FLIGHT, Action, RunReport
 
 # Action name (as in the playbook and the step key) -> the phase the picture shows. Registration
 # is part of starting: the broker is not back until ZooKeeper lists it.
 PHASES = {
-    "gate restart-safety": "gate",
-    "gate agreement": "gate",
-    "stop": "stopping",
-    "backup": "backing up",
-    "delete": "deleting",
-    "start": "starting",
-    "wait registered": "starting",
-    "wait in-sync": "waiting for ISR",
-    "verify topic-ids": "verifying",
-    "zk-write topic-id": "writing ZooKeeper",
-    "zk-write controller-election": "controller election",
-    "rollback": "rolling back",
+    steps.GATE_RESTART_SAFETY: "gate",
+    steps.GATE_AGREEMENT: "gate",
+    steps.STOP: "stopping",
+    steps.BACKUP: "backing up",
+    steps.DELETE: "deleting",
+    steps.START: "starting",
+    steps.WAIT_REGISTERED: "starting",
+    steps.WAIT_IN_SYNC: "waiting for ISR",
+    steps.VERIFY_TOPIC_IDS: "verifying",
+    steps.ZK_WRITE_TOPIC_ID: "writing ZooKeeper",
+    steps.ZK_WRITE_CONTROLLER_ELECTION: "controller election",
+    steps.ROLLBACK: "rolling back",
 }
 # Drawn under the action bars: from the broker's stop until it is registered again.
 STOPPED = "stopped"
@@ -45,7 +46,7 @@ PHASE_ORDER = (
     "rolling back",
 )
 # Actions after which a stopped broker is back (the last one present in the run counts).
-_BACK = ("wait registered", "start")
+_BACK = (steps.WAIT_REGISTERED, steps.START)
 # The executor samples about once a second while it waits, and not between waits: a longer
 # gap is drawn as unknown rather than as the last count held.
 SAMPLE_GAP_S = 3.0

@@ -120,7 +120,6 @@ def test_reads_the_whole_cluster_in_one_pass(zookeeper: tuple[str, int]) -> None
         try:
             state = read_cluster_state(zk)
         finally:
-            zk.stop()
             zk.close()
     finally:
         admin.stop()
@@ -165,7 +164,6 @@ def test_digest_auth_reads_znodes_protected_by_acls(zookeeper: tuple[str, int]) 
     try:
         state = read_cluster_state(zk)
     finally:
-        zk.stop()
         zk.close()
     assert sorted(state.topics) == ["legacy", "modern"]
     anonymous = connect(ZkSettings(zookeeper[0] + chroot))
@@ -173,7 +171,6 @@ def test_digest_auth_reads_znodes_protected_by_acls(zookeeper: tuple[str, int]) 
         with pytest.raises(ZooKeeperError, match="refused"):
             read_cluster_state(anonymous)
     finally:
-        anonymous.stop()
         anonymous.close()
 
 
@@ -208,7 +205,6 @@ def test_a_connection_loss_during_the_read_is_retried(zookeeper: tuple[str, int]
         assert [n for n, _ in retries] == list(range(1, len(retries) + 1))
         assert all(isinstance(e, (ConnectionLoss, OperationTimeoutError)) for _, e in retries)
     finally:
-        zk.stop()
         zk.close()
 
 
@@ -244,7 +240,6 @@ def test_topics_filter_reads_only_those_topics(zookeeper: tuple[str, int]) -> No
     try:
         state = read_cluster_state(zk, topics=["modern", "absent"])
     finally:
-        zk.stop()
         zk.close()
     assert sorted(state.topics) == ["modern"]
     assert sorted(state.partitions) == [("modern", 0), ("modern", 1)]

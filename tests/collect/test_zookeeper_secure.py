@@ -52,7 +52,6 @@ def read_topics(path: Path, environ: dict[str, str] | None = None) -> list[str]:
     try:
         return sorted(read_cluster_state(zk).topics)
     finally:
-        zk.stop()
         zk.close()
 
 

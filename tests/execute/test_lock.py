@@ -16,6 +16,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
+from remediate.collect.zookeeper import KazooZooKeeper
 from remediate.errors import ConfigError, LockHeldError, LockLostError
 from remediate.execute.lock import RunLock, lock_path
 from remediate.sandbox import process, zkserver
@@ -57,7 +58,7 @@ def wait_for(condition: object, timeout: float = 20.0) -> None:
 
 def test_acquire_and_release(zookeeper: str) -> None:
     with client(zookeeper) as zk:
-        lock = RunLock(zk, "acquire-release", run_id="20261122T031500Z-aaaaaa")
+        lock = RunLock(KazooZooKeeper(zk), "acquire-release", run_id="20261122T031500Z-aaaaaa")
         assert lock.identifier == (
             f"{socket.gethostname()} pid {os.getpid()} run 20261122T031500Z-aaaaaa"
         )
@@ -80,7 +81,7 @@ def test_acquire_and_release(zookeeper: str) -> None:
 
 def test_context_manager_holds_for_the_block(zookeeper: str) -> None:
     with client(zookeeper) as zk:
-        with RunLock(zk, "context", run_id="r1", identifier="operator one") as lock:
+        with RunLock(KazooZooKeeper(zk), "context", run_id="r1", identifier="operator one") as lock:
             assert lock.holder == "operator one"
             lock.ensure_held()
         assert lock.holder is None
@@ -88,8 +89,8 @@ def test_context_manager_holds_for_the_block(zookeeper: str) -> None:
 
 def test_a_second_run_is_refused_naming_the_holder(zookeeper: str) -> None:
     with client(zookeeper) as first_zk, client(zookeeper) as second_zk:
-        first = RunLock(first_zk, "exclusive", run_id="20261122T031500Z-111111")
-        second = RunLock(second_zk, "exclusive", run_id="20261122T031501Z-222222")
+        first = RunLock(KazooZooKeeper(first_zk), "exclusive", run_id="20261122T031500Z-111111")
+        second = RunLock(KazooZooKeeper(second_zk), "exclusive", run_id="20261122T031501Z-222222")
         first.acquire()
         started = time.monotonic()
         with pytest.raises(LockHeldError) as refused:
@@ -117,12 +118,12 @@ def zk_children(zk: KazooClient, cluster: str) -> list[str]:
 @pytest.mark.parametrize("cluster", ["", ".", "..", "a/b", "prod east", "../locks"])
 def test_invalid_cluster_names_are_refused(zookeeper: str, cluster: str) -> None:
     with client(zookeeper) as zk, pytest.raises(ConfigError, match="invalid cluster name"):
-        RunLock(zk, cluster, run_id="r")
+        RunLock(KazooZooKeeper(zk), cluster, run_id="r")
 
 
 def test_session_expiry_loses_the_lock(zookeeper: str) -> None:
     with client(zookeeper) as zk, client(zookeeper) as other_zk:
-        lock = RunLock(zk, "expiry", run_id="r-expiring")
+        lock = RunLock(KazooZooKeeper(zk), "expiry", run_id="r-expiring")
         lock.acquire()
         states: list[str] = []
         zk.add_listener(states.append)
@@ -142,7 +143,7 @@ def test_session_expiry_loses_the_lock(zookeeper: str) -> None:
         with pytest.raises(LockLostError, match="expired"):
             lock.ensure_held()
         # The ephemeral node went with the session, so another run can take over.
-        successor = RunLock(other_zk, "expiry", run_id="r-successor")
+        successor = RunLock(KazooZooKeeper(other_zk), "expiry", run_id="r-successor")
         successor.acquire()
         assert successor.holder == successor.identifier
         lock.release()  # a dead session: must not raise
@@ -152,7 +153,7 @@ def test_session_expiry_loses_the_lock(zookeeper: str) -> None:
 
 def test_lock_node_deleted_by_someone_else(zookeeper: str) -> None:
     with client(zookeeper) as zk, client(zookeeper) as other_zk:
-        lock = RunLock(zk, "deleted", run_id="r1")
+        lock = RunLock(KazooZooKeeper(zk), "deleted", run_id="r1")
         lock.acquire()
         assert lock.node_path is not None
         other_zk.delete(lock.node_path)
@@ -164,7 +165,7 @@ def test_lock_node_deleted_by_someone_else(zookeeper: str) -> None:
 def test_release_on_a_closed_client_does_not_raise(zookeeper: str) -> None:
     zk = KazooClient(zookeeper)
     zk.start()
-    lock = RunLock(zk, "closed-client", run_id="r1")
+    lock = RunLock(KazooZooKeeper(zk), "closed-client", run_id="r1")
     lock.acquire()
     zk.stop()
     zk.close()
@@ -180,7 +181,7 @@ def test_zookeeper_down_briefly_then_back(tmp_path: Path) -> None:
     hosts, port, pid = start_zookeeper(tmp_path)
     try:
         with client(hosts, timeout=20) as zk:
-            lock = RunLock(zk, "restart", run_id="r1")
+            lock = RunLock(KazooZooKeeper(zk), "restart", run_id="r1")
             lock.acquire()
             node_path = lock.node_path
             session = zk.client_id[0]

@@ -25,6 +25,8 @@ from kazoo.client import KazooClient
 from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from remediate.errors import SandboxError
+from remediate.execute import steps
+from remediate.execute.steps import RESTART_ACTIONS, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, cluster, process
@@ -46,16 +48,7 @@ from tests.sandbox.helpers import wait_until
 
 pytestmark = pytest.mark.slow
 
-ACTIONS = [
-    "gate restart-safety",
-    "stop",
-    "backup",
-    "delete",
-    "start",
-    "wait registered",
-    "wait in-sync",
-    "verify topic-ids",
-]
+ACTIONS = list(RESTART_ACTIONS)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +86,12 @@ def armed(lab: ApplyLab) -> tuple[int, tuple[Path, dict[str, Any]], dict[str, by
 
 
 def actions_of(run: Run) -> list[str]:
-    return [key.split(":", 2)[2] for key in run.finished_steps()]
+    return [StepKey.parse(key).action for key in run.finished_steps()]
+
+
+def action_of_point(point: str) -> str:
+    """The action a failpoint name ("delete:done") belongs to."""
+    return point.rpartition(":")[0]
 
 
 def assert_resumed_to_the_end(lab: ApplyLab, run: Run) -> Run:
@@ -154,7 +152,7 @@ def test_sigkill_in_the_middle_of_an_action(healthy_lab: ApplyLab) -> None:
         if number > 0:
             run = lab.resume(run.run_id, failpoints=f"{point}=kill")
         assert run.exit_code == -signal.SIGKILL, (point, run.stderr[-2000:])
-        action = point.split(":", maxsplit=1)[0]
+        action = action_of_point(point)
         last = run.records[-1]
         assert last["event"] == "step-started" and str(last["step"]).endswith(":" + action)
         assert last.get("resumed") is False
@@ -162,9 +160,11 @@ def test_sigkill_in_the_middle_of_an_action(healthy_lab: ApplyLab) -> None:
 
     resumed = assert_resumed_to_the_end(lab, run)
     again = {
-        str(r["step"]).split(":", 2)[2] for r in resumed.events("step-started") if r.get("resumed")
+        StepKey.parse(str(r["step"])).action
+        for r in resumed.events("step-started")
+        if r.get("resumed")
     }
-    assert again == {p.split(":", maxsplit=1)[0] for p in points}, "not re-verified"
+    assert again == {action_of_point(p) for p in points}, "not re-verified"
     assert actions_of(resumed) == ACTIONS
     lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
 
@@ -210,13 +210,7 @@ def test_sigkill_leaves_a_half_written_backup_and_a_half_done_delete(
     lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
 
 
-RESTORE_ACTIONS = [
-    "gate agreement",
-    "zk-write topic-id",
-    "zk-write controller-election",
-    "wait in-sync",
-    "verify topic-ids",
-]
+RESTORE_ACTIONS = list(steps.RESTORE_ACTIONS)
 AGREED = "accounts"
 
 
@@ -312,12 +306,12 @@ def test_sigkill_in_the_middle_of_a_restore(healthy_lab: ApplyLab) -> None:
         assert run.exit_code == -signal.SIGKILL, (point, run.stdout[-1000:], run.stderr[-2000:])
         last = [r for r in run.records if str(r["event"]).startswith("step-")][-1]
         assert last["event"] == "step-started" and str(last["step"]).endswith(
-            ":" + point.split(":", maxsplit=1)[0]
+            ":" + action_of_point(point)
         )
     epoch = lab.controller_epoch()
     resumed = assert_resumed_to_the_end(lab, run)
     results = {
-        str(r["step"]).split(":", 2)[2]: r["result"] for r in resumed.events("step-finished")
+        StepKey.parse(str(r["step"])).action: r["result"] for r in resumed.events("step-finished")
     }
     assert results["zk-write topic-id"].get("already") is True
     assert results["zk-write controller-election"].get("already") is True
@@ -528,10 +522,7 @@ def test_a_controller_that_moves_is_still_restarted_last(healthy_lab: ApplyLab) 
         os.kill(frozen, signal.SIGCONT)
     run = lab.finish(operator)
     assert run.exit_code == 0, run.stderr[-3000:]
-    started = [
-        int(str(r["step"]).split(":")[1].removeprefix("broker-"))
-        for r in run.events("step-started")
-    ]
+    started = [StepKey.parse(str(r["step"])).broker for r in run.events("step-started")]
     assert list(dict.fromkeys(started)) == [first, controller, second]
     assert any(
         f"broker {second} is now the active controller: it goes last" in str(r.get("decision"))

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from remediate.execute import steps
 from remediate.execute.journal import iso_time
 
 T0 = 1795343640.0  # 2026-11-22T10:34:00Z
@@ -175,7 +176,13 @@ PLAN: dict[str, Any] = {
             "reason": "1 replica(s) hold an old topic id and are out of the ISR (payments-0)",
             "partitions": ["payments-0"],
             "files": list(FILES),
-            "actions": ["gate restart-safety", "stop", "backup", "delete", "start"],
+            "actions": [
+                steps.GATE_RESTART_SAFETY,
+                steps.STOP,
+                steps.BACKUP,
+                steps.DELETE,
+                steps.START,
+            ],
             "impact": ["payments-0: isr 2 -> 2 (min 2)"],
             "is_controller": False,
         }

@@ -1,0 +1,174 @@
+"""The executor's decisions, as pure functions of what it read: which restart goes next, whether
+a restore may write, whether a topic's replicas agree, which replicas still hold a stale id.
+
+No I/O and no clock: the executor reads, calls these, and journals the reason they return
+(None when nothing blocks), as the gates in remediate/gates.py do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+from remediate.collect.snapshot import ReplicaRow
+from remediate.errors import FormatError
+from remediate.execute.steps import StepKey
+from remediate.formats.logdir import parse_partition_dir
+from remediate.formats.znodes import topic_path
+from remediate.gates import StaleIdHolder, missing_id_blocker
+from remediate.plan import Fingerprint, RestartStep, RestoreStep
+from remediate.state import ClusterState, TopicPartition
+
+NO_FILE = "no partition.metadata yet"
+IndexedStep = tuple[int, RestartStep]
+
+
+def started_restart(
+    remaining: Sequence[IndexedStep], started: Collection[StepKey]
+) -> IndexedStep | None:
+    """The first of `remaining` with an action the journal shows `started` (a resumed run)."""
+    for index, step in remaining:
+        if any(k.index == index and k.broker == step.broker and not k.rollback for k in started):
+            return index, step
+    return None
+
+
+def next_restart(
+    remaining: Sequence[IndexedStep], started: Collection[StepKey], controller: int | None
+) -> tuple[IndexedStep, str | None]:
+    """The restart to carry out next, and the decision to journal when the order changed.
+
+    A step the journal shows started is finished first (a resumed run). Otherwise the plan's
+    order holds, except that the active `controller` goes last: it may have moved since the
+    plan was made.
+    """
+    resumed = started_restart(remaining, started)
+    if resumed is not None:
+        return resumed, None
+    head = remaining[0]
+    if head[1].broker == controller and len(remaining) > 1:
+        later = next(r for r in remaining if r[1].broker != controller)
+        return later, (
+            f"broker {controller} is now the active controller: it goes last;"
+            f" broker {later[1].broker} goes first"
+        )
+    return head, None
+
+
+def agreement_blocker(
+    step: RestoreStep, state: ClusterState, restored: Collection[str]
+) -> str | None:
+    """Why the topic znode may not be written now, before its replicas are asked: the topic
+    is gone, its znode changed since the plan, or (for a re-election) another topic has no id
+    that the new controller would mint."""
+    topic = state.topics.get(step.topic)
+    if topic is None:
+        return f"topic {step.topic} is gone"
+    if topic.znode_version != step.znode_version:
+        return (
+            f"{topic_path(step.topic)} is at version {topic.znode_version}, the plan was"
+            f" made at {step.znode_version}"
+        )
+    if step.reelect:
+        return missing_id_blocker(state, restored=restored)
+    return None
+
+
+def replica_hosts(state: ClusterState, topic: str) -> list[int]:
+    """The brokers assigned a replica of `topic`."""
+    assignment = state.topics[topic].assignment.partitions
+    return sorted({b for replicas in assignment.values() for b in replicas})
+
+
+def unconfigured_hosts_blocker(
+    state: ClusterState, topic: str, configured: Collection[int]
+) -> str | None:
+    """Why the replicas of `topic` cannot all be inspected: a host is not configured."""
+    if topic not in state.topics:
+        return f"topic {topic} is gone"
+    unknown = [b for b in replica_hosts(state, topic) if b not in configured]
+    if unknown:
+        return f"broker(s) {unknown} host {topic} but are not in the configuration"
+    return None
+
+
+def disagreement_blocker(
+    state: ClusterState,
+    topic: str,
+    expected: str,
+    rows: Mapping[int, Sequence[ReplicaRow] | str],
+) -> str | None:
+    """Why the replicas of `topic` do not all hold `expected`: every replica present,
+    readable and holding it (or without the file yet: it takes ZooKeeper's id at its next
+    LeaderAndIsr), and at least one holding it. `rows`: each host's replica rows, or why it
+    could not be inspected."""
+    if topic not in state.topics:
+        return f"topic {topic} is gone"
+    found: dict[tuple[int, int], str | None] = {}
+    for broker, broker_rows in rows.items():
+        if isinstance(broker_rows, str):
+            return f"broker {broker} could not be inspected ({broker_rows})"
+        for row in broker_rows:
+            if row.topic == topic and row.dir_kind == "live" and row.partition is not None:
+                no_file = row.metadata_state == "missing"
+                found[(broker, row.partition)] = NO_FILE if no_file else row.file_topic_id
+    assignment = state.topics[topic].assignment.partitions
+    bad = [
+        f"{topic}-{p} on broker {b}: {found.get((b, p)) or 'no directory or unreadable'}"
+        for p, replicas in sorted(assignment.items())
+        for b in replicas
+        if found.get((b, p)) not in (expected, NO_FILE)
+    ]
+    if bad:
+        return f"replicas do not all hold {expected}: " + ", ".join(bad[:6])
+    if expected not in found.values():
+        return f"no replica holds {expected}"
+    return None
+
+
+def files_disagreeing(
+    state: ClusterState, broker: int, rows: Iterable[ReplicaRow]
+) -> tuple[list[str], list[str]]:
+    """(replicas on `broker` whose file holds another id than ZooKeeper, replicas without the
+    file yet), among the partitions ZooKeeper assigns to `broker`."""
+    wrong: list[str] = []
+    missing: list[str] = []
+    for row in rows:
+        if row.topic is None or row.partition is None or row.dir_kind != "live":
+            continue
+        topic = state.topics.get(row.topic)
+        if topic is None or broker not in topic.assignment.partitions.get(row.partition, ()):
+            continue
+        name = f"{row.topic}-{row.partition}"
+        if row.metadata_state == "missing":
+            missing.append(name)
+        elif row.file_topic_id != topic.topic_id:
+            wrong.append(f"{name} holds {row.file_topic_id or row.metadata_state}")
+    return wrong, missing
+
+
+def stale_holders(
+    fingerprint: Fingerprint,
+    state: ClusterState,
+    repaired: Collection[tuple[int, TopicPartition]],
+) -> StaleIdHolder:
+    """Replicas the plan saw holding an id ZooKeeper does not, less those repaired since.
+
+    The one place that reads the plan fingerprint's files (each file -> the id found).
+    """
+    stale: dict[TopicPartition, set[int]] = {}
+    for key, file_id in fingerprint.files.items():
+        name = key.path.rsplit("/", 2)[-2]
+        try:
+            parsed = parse_partition_dir(name, source="plan fingerprint")
+        except FormatError:
+            continue
+        if parsed.kind != "live":
+            continue
+        tp = (parsed.topic, parsed.partition)
+        topic = state.topics.get(parsed.topic)
+        broker = key.broker
+        if topic is None or file_id is None or file_id == topic.topic_id:
+            continue
+        if (broker, tp) not in repaired:
+            stale.setdefault(tp, set()).add(broker)
+    return StaleIdHolder({tp: frozenset(b) for tp, b in stale.items()})

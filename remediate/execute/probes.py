@@ -1,0 +1,221 @@
+"""What the executor reads and waits for: ZooKeeper reads (with a health sample in the journal
+now and then), whether a broker's process runs, its service commands, and the bounded waits
+that halt a run when a gate does not open in time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Literal
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_fixed,
+)
+
+from remediate.collect.zookeeper import read_cluster_state
+from remediate.errors import HaltedError, HostKeyError, RemediationError, TransportError
+from remediate.execute.recorder import Recorder
+from remediate.execute.services import Services
+from remediate.formats.znodes import CONTROLLER_EPOCH, decode_controller_epoch
+from remediate.gates import health_sample, stopped_blocker
+from remediate.state import ClusterState
+
+# Between two reads of a wait. A read is a handful of pipelined requests (for thousands of
+# partitions it is the read, not this pause, that sets the pace), so a short pause lets a gate
+# open within a few tens of milliseconds of the state being reached.
+POLL_S = 0.02
+SAMPLE_EVERY_S = 1.0
+EXIT_CHECK_S = 1.0  # how often a wait for registration asks the service whether it runs
+SERVICE_TIMEOUT_S = 300.0
+
+Blocker = Callable[[], "str | None"]
+
+
+def dropped_connection(exc: BaseException) -> bool:
+    """A transport error worth retrying: never a host key that failed verification."""
+    return isinstance(exc, TransportError) and not isinstance(exc, HostKeyError)
+
+
+class Probes:
+    def __init__(self, services: Services, recorder: Recorder) -> None:
+        self.services = services
+        self.recorder = recorder
+        self._last_sample = 0.0
+        self._topic_cache: dict[int, list[str]] = {}
+
+    # -- ZooKeeper ----------------------------------------------------------------------------
+
+    def read(self, topics: Collection[str] | None = None) -> ClusterState:
+        try:
+            return read_cluster_state(
+                self.services.zk, topics=topics, on_retry=self.recorder.retried("a ZooKeeper read")
+            )
+        except RemediationError as exc:
+            raise HaltedError(f"ZooKeeper could not be read: {exc}") from exc
+
+    def controller_epoch(self) -> int:
+        data, _ = self.services.zk.get(
+            CONTROLLER_EPOCH, on_retry=self.recorder.retried("a ZooKeeper request")
+        )
+        return decode_controller_epoch(data)
+
+    def topics_on(self, broker: int) -> list[str]:
+        """The topics with a replica on `broker` (read once per wait; a wait is short)."""
+        if broker not in self._topic_cache:
+            state = self.read()
+            self._topic_cache[broker] = sorted({t for t, _ in state.partitions_on(broker)})
+        return self._topic_cache[broker]
+
+    def sampled_read(self, topics: Collection[str] | None = None) -> ClusterState:
+        """A read of `topics` for a wait, with a health sample of the whole cluster in the
+        journal now and then (the report draws them; the tests check them)."""
+        state = self.read(topics)
+        now = self.services.clock.monotonic()
+        if now - self._last_sample >= SAMPLE_EVERY_S:
+            self.sample(state if topics is None else None)
+        return state
+
+    def sample(self, state: ClusterState | None = None) -> None:
+        """Journal the cluster's health now, from `state` if it covers every topic."""
+        self._last_sample = self.services.clock.monotonic()
+        whole = self.read() if state is None else state
+        self.recorder.record(
+            "sample", **health_sample(whole, self.services.config.min_insync_replicas_default)
+        )
+
+    # -- a broker's state ---------------------------------------------------------------------
+
+    def running_blocker(self, broker: int) -> str | None:
+        """Why `broker` is not down: still registered, or its process still runs."""
+        # Registration needs no topic; the whole cluster is read only for the sample.
+        blocker = stopped_blocker(self.sampled_read(()), broker)
+        if blocker is None and not self.process_down(broker):
+            blocker = f"broker {broker}'s process still runs"
+        return blocker
+
+    def is_down(self, broker: int) -> bool:
+        return self.running_blocker(broker) is None
+
+    def registered(self, broker: int) -> bool:
+        return broker in self.read().brokers
+
+    def unregistered_blocker(self, broker: int) -> str | None:
+        registered = broker in self.sampled_read(()).brokers
+        return None if registered else f"broker {broker} is not registered"
+
+    def registration_blocker(self, broker: int) -> Blocker:
+        """Why `broker` is not registered yet; a process that exited after its start (the
+        status command says twice, a second apart, that it is not running) halts at once
+        instead of waiting out the start timeout."""
+        clock = self.services.clock
+        watch = {"next": clock.monotonic() + EXIT_CHECK_S, "down": 0}
+
+        def blocker() -> str | None:
+            reason = self.unregistered_blocker(broker)
+            now = clock.monotonic()
+            if reason is None or self.services.config.service.status is None:
+                return reason
+            if now < watch["next"]:
+                return reason
+            watch["next"] = now + EXIT_CHECK_S
+            try:
+                down = self.process_down(broker)
+            except TransportError:
+                return reason  # unknown: the wait's own timeout still bounds it
+            watch["down"] = watch["down"] + 1 if down else 0
+            if watch["down"] >= 2:
+                raise HaltedError(
+                    f"broker {broker} exited after its start: its status command says it is"
+                    " not running (see the broker's own log)"
+                )
+            return reason
+
+        return blocker
+
+    def process_down(self, broker: int) -> bool:
+        """The service's status command says it is not running (no command: trust ZK)."""
+        config = self.services.config
+        if config.service.status is None:
+            return True
+        command = config.service_command("status", config.broker(broker))
+        # Read-only, so a dropped connection is simply retried.
+        for attempt in self.over_ssh(f"broker {broker}'s status command", wait_s=1):
+            with attempt:
+                return not self.services.transport_for(broker).run(command, timeout=60).ok
+        raise TransportError("unreachable")  # pragma: no cover
+
+    def require_down(self, broker: int, what: str) -> None:
+        if not self.is_down(broker):
+            raise HaltedError(
+                f"broker {broker} is running again: files are {what} only on a stopped broker"
+            )
+
+    # -- commands and waits -------------------------------------------------------------------
+
+    def service(
+        self, broker: int, verb: Literal["stop", "start"], *, done: Callable[[], bool]
+    ) -> None:
+        """Run a service command, retrying a dropped connection only after re-checking that
+        the command has not already taken effect."""
+        config = self.services.config
+        command = config.service_command(verb, config.broker(broker))
+        for attempt in self.over_ssh(f"broker {broker}'s {verb} command", wait_s=2):
+            with attempt:
+                if attempt.retry_state.attempt_number > 1 and done():
+                    return
+                result = self.services.transport_for(broker).run(command, timeout=SERVICE_TIMEOUT_S)
+                if not result.ok:
+                    raise HaltedError(
+                        f"broker {broker}: {verb} command exited {result.exit_code}:"
+                        f" {result.stderr.strip()[-300:]}"
+                    )
+
+    def over_ssh(self, what: str, *, wait_s: float) -> Retrying:
+        """Three attempts at a remote command whose connection may drop, each retry journaled
+        (a host key that fails verification is never retried)."""
+        record = self.recorder.retried(what)
+
+        def tell(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            if error is not None:
+                record(state.attempt_number, error)
+
+        return Retrying(
+            stop=stop_after_attempt(3),
+            wait=wait_fixed(wait_s),
+            sleep=self.services.clock.sleep,
+            retry=retry_if_exception(dropped_connection),
+            before_sleep=tell,
+            reraise=True,
+        )
+
+    def wait(
+        self,
+        blocker: Blocker,
+        *,
+        timeout: float,
+        what: str,
+        stable_for: float = 0.0,
+    ) -> float:
+        """Poll until `blocker` returns None and keeps doing so for `stable_for` seconds."""
+        clock = self.services.clock
+        start = clock.monotonic()
+        since: float | None = None
+        last = "not checked"
+        while True:
+            now = clock.monotonic()
+            reason = blocker()
+            if reason is None:
+                since = now if since is None else since
+                if now - since >= stable_for:
+                    return round(now - start, 3)
+            else:
+                since, last = None, reason
+            if now - start > timeout:
+                raise HaltedError(
+                    f"timed out after {timeout:.0f}s waiting for {what}; last seen: {last}"
+                )
+            clock.sleep(POLL_S)

@@ -1,0 +1,113 @@
+"""The journal side of a run: every record goes through here, and so does every action
+(journaled before and after, the lock checked before a destructive one, failpoints hit).
+
+ZooKeeper's session changes arrive on the client's own thread; they are queued and written
+by the run itself, before its next record, so that the journal has one writer.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable
+from typing import Any
+
+from remediate.errors import (
+    FormatError,
+    HaltedError,
+    LockLostError,
+    TransportError,
+    ZooKeeperError,
+)
+from remediate.execute.journal import Journal
+from remediate.execute.lock import RunLock
+from remediate.execute.services import RunLedger, Services
+from remediate.execute.steps import StepKey
+from remediate.ports import OnRetry
+
+
+class Recorder:
+    def __init__(
+        self, services: Services, journal: Journal, lock: RunLock, ledger: RunLedger
+    ) -> None:
+        self.services = services
+        self.journal = journal
+        self.lock = lock
+        self.ledger = ledger
+        self._session_states: queue.SimpleQueue[tuple[float, str]] = queue.SimpleQueue()
+
+    # -- records ------------------------------------------------------------------------------
+
+    def record(self, event: str, **fields: Any) -> None:
+        self.flush_session_states()
+        self.journal.append(event, now=self.services.clock.now(), **fields)
+
+    def on_session_state(self, state: str) -> None:
+        # The client's connection thread: only queue it.
+        self._session_states.put((self.services.clock.now(), str(state)))
+
+    def flush_session_states(self) -> None:
+        while not self._session_states.empty():
+            at, session = self._session_states.get_nowait()
+            self.journal.append(
+                "zookeeper", now=self.services.clock.now(), session=session, observed=round(at, 3)
+            )
+
+    def retried(self, what: str) -> OnRetry:
+        """Journals a retry of `what` (the journal explains what a run lived through)."""
+
+        def record(attempt: int, error: BaseException) -> None:
+            self.record(
+                "retry", what=what, attempt=attempt, error=f"{type(error).__name__}: {error}"
+            )
+            if self.services.log is not None:
+                self.services.log.warning("retrying", what=what, attempt=attempt, error=repr(error))
+
+        return record
+
+    def log(self, message: str, key: StepKey, **fields: Any) -> None:
+        if self.services.log is None:
+            return
+        self.services.log.info(
+            message, broker=key.broker, topic=key.topic, step=key.action, **fields
+        )
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def finished(self, key: StepKey) -> bool:
+        return str(key) in self.ledger.finished
+
+    def act(
+        self,
+        key: StepKey,
+        action: Callable[[], dict[str, Any]],
+        *,
+        destructive: bool = False,
+    ) -> None:
+        """Carry out `action` unless the journal has it finished; journaled before and after.
+        Any failure halts the run (HaltedError), the lock's loss as LockLostError."""
+        if self.finished(key):
+            return
+        text = str(key)
+        resumed = self.ledger.progress.in_flight == text
+        failpoint = self.services.failpoint
+        self.record("step-started", step=text, resumed=resumed)
+        self.log("step started", key)
+        failpoint(f"{key.action}:started")
+        try:
+            if destructive:
+                self.lock.ensure_held()
+            result = action()
+            failpoint(f"{key.action}:done")
+        except LockLostError as exc:
+            self.record("step-failed", step=text, error=str(exc))
+            raise
+        except (HaltedError, TransportError, ZooKeeperError, FormatError) as exc:
+            self.record("step-failed", step=text, error=str(exc))
+            self.log("step failed", key, error=str(exc))
+            if isinstance(exc, HaltedError):
+                raise
+            raise HaltedError(f"{text}: {exc}") from exc
+        self.record("step-finished", step=text, result=result)
+        self.log("step finished", key)
+        self.ledger.finished.add(text)
+        failpoint(f"{key.action}:finished")

@@ -1,0 +1,205 @@
+"""A restore step: ZooKeeper's topic id written back to what every replica holds (a CAS on the
+znode's version), then, when a controller already loaded the wrong id, a controller election
+so that it sends the right one. No broker restarts."""
+
+from __future__ import annotations
+
+import contextlib
+from functools import partial
+from typing import Any
+
+from remediate.collect.run import collect_brokers
+from remediate.collect.snapshot import ReplicaRow
+from remediate.errors import HaltedError, VersionConflictError, ZnodeMissingError, ZooKeeperError
+from remediate.execute import steps
+from remediate.execute.decisions import (
+    agreement_blocker,
+    disagreement_blocker,
+    replica_hosts,
+    unconfigured_hosts_blocker,
+)
+from remediate.execute.probes import Probes
+from remediate.execute.recorder import Recorder
+from remediate.execute.services import Services
+from remediate.execute.steps import StepKey
+from remediate.formats.topic_id import parse_topic_id
+from remediate.formats.znodes import CONTROLLER, decode_topic, topic_path, with_topic_id
+from remediate.gates import missing_id_blocker, topic_in_sync_blocker
+from remediate.plan import Plan, RestoreStep
+from remediate.state import ClusterState
+
+ELECTION_TIMEOUT_S = 60.0
+
+
+class Restore:
+    """Carries out one restore step of `plan`."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        services: Services,
+        recorder: Recorder,
+        probes: Probes,
+        index: int,
+        step: RestoreStep,
+    ) -> None:
+        self.plan = plan
+        self.services = services
+        self.recorder = recorder
+        self.probes = probes
+        self.index = index
+        self.step = step
+        self.gates = services.gates.get(step.playbook) or services.gates[plan.playbook]
+        self.gate_key = StepKey.for_topic(None, step.topic, "agreement")
+
+    def key(self, action: str) -> StepKey:
+        return StepKey.for_topic(self.index, self.step.topic, action)
+
+    def run(self) -> None:
+        step, recorder, ledger = self.step, self.recorder, self.recorder.ledger
+        self.services.progress(f"topic {step.topic}: {step.reason}")
+        for action in step.actions:
+            key = self.key(action)
+            if action == steps.GATE_AGREEMENT:
+                if recorder.finished(self.key(steps.ZK_WRITE_TOPIC_ID)):
+                    continue
+                if not recorder.finished(key):
+                    recorder.act(key, self.agreement_gate)
+                    ledger.gated.add(str(key))
+            elif action == steps.ZK_WRITE_TOPIC_ID:
+                # Resumed after the gate passed in an earlier process: checked again.
+                regate = str(self.key(steps.GATE_AGREEMENT)) not in ledger.gated
+                recorder.act(key, partial(self.write_topic_id, regate=regate), destructive=True)
+            elif action == steps.ZK_WRITE_CONTROLLER_ELECTION:
+                if not step.reelect:
+                    continue
+                recorder.act(key, partial(self.reelect, key), destructive=True)
+            elif action == steps.WAIT_IN_SYNC:
+                recorder.act(key, self.wait_in_sync)
+            elif action == steps.VERIFY_TOPIC_IDS:
+                recorder.act(key, self.verify)
+            else:
+                raise HaltedError(f"step {self.index + 1}: unknown action {action!r} in the plan")
+
+    # -- the gate -----------------------------------------------------------------------------
+
+    def agreement_gate(self) -> dict[str, Any]:
+        state = self.probes.read()
+        restored = {r.topic for r in self.plan.restores}
+        blocker = agreement_blocker(self.step, state, restored) or self.disagreement_blocker(
+            state, self.step.topic_id
+        )
+        self.recorder.record("gate", step=str(self.gate_key), blocker=blocker)
+        if blocker:
+            raise HaltedError(f"restore of {self.step.topic} refused: {blocker}")
+        return {"blocker": None}
+
+    def disagreement_blocker(self, state: ClusterState, expected: str) -> str | None:
+        """Every replica of the topic present, readable, and holding `expected`."""
+        topic = self.step.topic
+        config = self.services.config
+        blocker = unconfigured_hosts_blocker(state, topic, config.broker_ids)
+        if blocker:
+            return blocker
+        # Every host at once, in parallel, as the scan collects them.
+        reports = collect_brokers(
+            config, replica_hosts(state, topic), transport_for=self.services.transport_for
+        )
+        rows: dict[int, tuple[ReplicaRow, ...] | str] = {
+            r.broker_id: r.replicas if r.reachable else str(r.error) for r in reports
+        }
+        return disagreement_blocker(state, topic, expected, rows)
+
+    # -- the writes ---------------------------------------------------------------------------
+
+    def write_topic_id(self, *, regate: bool) -> dict[str, Any]:
+        step = self.step
+        path = topic_path(step.topic)
+        data, stat = self.services.zk.get(
+            path, on_retry=self.recorder.retried("a ZooKeeper request")
+        )
+        current = decode_topic(data, source=path)
+        if current.topic_id is not None and str(current.topic_id) == step.topic_id:
+            return {"znode_version": stat.version, "already": True}
+        if regate:
+            # Minutes may have passed since the gate passed in an earlier process.
+            self.recorder.record(
+                "note", step=str(self.gate_key), decision="resumed: the gate is checked again"
+            )
+            self.agreement_gate()
+        if stat.version != step.znode_version:
+            raise HaltedError(
+                f"{path} changed since the plan (version {stat.version}, plan"
+                f" {step.znode_version}); nothing written"
+            )
+        updated = with_topic_id(
+            data, parse_topic_id(step.topic_id, source="plan", field="topic_id"), source=path
+        )
+        self.services.failpoint("zk-write topic-id:read")
+        self.recorder.lock.ensure_held()
+        try:
+            new_stat = self.services.zk.set(path, updated, version=step.znode_version)
+        except VersionConflictError as exc:
+            raise HaltedError(f"{path} changed while writing; nothing written") from exc
+        except ZooKeeperError as exc:
+            raise HaltedError(f"{path}: ZooKeeper write failed: {exc}") from exc
+        self.services.progress(f"topic {step.topic}: wrote {step.topic_id} into {path}")
+        return {"znode_version": new_stat.version, "topic_id": step.topic_id}
+
+    def reelect(self, key: StepKey) -> dict[str, Any]:
+        probes, recorder = self.probes, self.recorder
+        before = probes.controller_epoch()
+        # Resumed: if an election already happened after the one this action recorded, the
+        # delete took effect and is not repeated.
+        recorded = [
+            r.get("controller_epoch_before")
+            for r in recorder.journal.records()
+            if r.get("event") == "note" and r.get("step") == str(key)
+        ]
+        if recorded and isinstance(recorded[-1], int) and before > recorded[-1]:
+            return {"controller_epoch": before, "already": True}
+        # A fresh check right before the election (a resumed run may come minutes later): no
+        # topic may be without an id, or the new controller mints one no replica holds.
+        blocker = missing_id_blocker(probes.read(), restored=())
+        recorder.record("gate", step=str(key), blocker=blocker)
+        if blocker:
+            raise HaltedError(f"controller election refused: {blocker}")
+        recorder.record("note", step=str(key), controller_epoch_before=before)
+        recorder.lock.ensure_held()
+        with contextlib.suppress(ZnodeMissingError):
+            self.services.zk.delete(CONTROLLER, on_retry=recorder.retried("a ZooKeeper request"))
+        probes.wait(
+            lambda: (
+                None
+                if probes.controller_epoch() > before and probes.read().controller_id is not None
+                else "no new controller yet"
+            ),
+            timeout=ELECTION_TIMEOUT_S,
+            what="a new controller",
+        )
+        after = probes.read()
+        self.services.progress(f"controller re-elected: broker {after.controller_id}")
+        return {"controller": after.controller_id, "controller_epoch": after.controller_epoch}
+
+    # -- after ------------------------------------------------------------------------------
+
+    def wait_in_sync(self) -> dict[str, Any]:
+        topic = self.step.topic
+        held = self.probes.wait(
+            lambda: topic_in_sync_blocker(self.probes.sampled_read([topic]), topic),
+            timeout=self.gates.in_sync_timeout_s,
+            what=f"every partition of {topic} in sync",
+            stable_for=self.gates.stability_window_s,
+        )
+        return {"in_sync_after_s": held}
+
+    def verify(self) -> dict[str, Any]:
+        step = self.step
+        state = self.probes.read()
+        topic = state.topics.get(step.topic)
+        if topic is None or topic.topic_id != step.topic_id:
+            raise HaltedError(f"{topic_path(step.topic)} does not hold {step.topic_id}")
+        blocker = self.disagreement_blocker(state, step.topic_id)
+        if blocker:
+            raise HaltedError(f"topic {step.topic}: {blocker}")
+        return {"verified": step.topic, "topic_id": step.topic_id}

@@ -1,0 +1,115 @@
+"""The executor's vocabulary: the actions a step is made of, and the key each action is
+journaled under.
+
+A key reads `"{index}:broker-{N}:{action}"` or `"{index}:topic-{T}:{action}"` (the plan's
+step index, what the step acts on, the action). Rollback keys read
+`"rollback{n}:broker-{N}:{part}"`, and gate decisions are journaled under keys without an
+index (`"broker-{N}:pre-gate"`). Journals on disk hold these strings, so their format never
+changes; `StepKey` is the one place that writes and reads them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# The actions of a restart step, in the order a playbook may list them.
+GATE_RESTART_SAFETY = "gate restart-safety"
+STOP = "stop"
+BACKUP = "backup"
+DELETE = "delete"
+START = "start"
+WAIT_REGISTERED = "wait registered"
+WAIT_IN_SYNC = "wait in-sync"
+VERIFY_TOPIC_IDS = "verify topic-ids"
+RESTART_ACTIONS = (
+    GATE_RESTART_SAFETY,
+    STOP,
+    BACKUP,
+    DELETE,
+    START,
+    WAIT_REGISTERED,
+    WAIT_IN_SYNC,
+    VERIFY_TOPIC_IDS,
+)
+
+# The actions of a restore step (ZooKeeper's topic id written back; no broker restarts).
+GATE_AGREEMENT = "gate agreement"
+ZK_WRITE_TOPIC_ID = "zk-write topic-id"
+ZK_WRITE_CONTROLLER_ELECTION = "zk-write controller-election"
+RESTORE_ACTIONS = (
+    GATE_AGREEMENT,
+    ZK_WRITE_TOPIC_ID,
+    ZK_WRITE_CONTROLLER_ELECTION,
+    WAIT_IN_SYNC,
+    VERIFY_TOPIC_IDS,
+)
+
+# Journal-only keys: the controller-last decision of a step, a rollback and its parts.
+ORDER = "order"
+ROLLBACK = "rollback"
+
+BROKER = "broker-"
+TOPIC = "topic-"
+
+_KEY = re.compile(
+    r"(?:(?P<rollback>rollback)?(?P<index>\d+):)?(?P<target>(?:broker|topic)-[^:]+):(?P<action>.+)"
+)
+
+
+@dataclass(frozen=True)
+class StepKey:
+    """One journaled action: which step (`index`, None for an un-indexed gate key), on what
+    (`target`: "broker-3", "topic-orders") and which `action`."""
+
+    index: int | None
+    target: str
+    action: str
+    rollback: bool = False
+
+    @classmethod
+    def for_broker(cls, index: int | None, broker: int, action: str) -> StepKey:
+        return cls(index, f"{BROKER}{broker}", action)
+
+    @classmethod
+    def for_topic(cls, index: int | None, topic: str, action: str) -> StepKey:
+        return cls(index, f"{TOPIC}{topic}", action)
+
+    @classmethod
+    def for_rollback(cls, number: int, broker: int, part: str) -> StepKey:
+        return cls(number, f"{BROKER}{broker}", part, rollback=True)
+
+    @classmethod
+    def parse(cls, text: str) -> StepKey:
+        """The key journaled as `text`; ValueError if it has none of the shapes above."""
+        match = _KEY.fullmatch(text)
+        if match is None:
+            raise ValueError(f"not a step key: {text!r}")
+        index = match["index"]
+        return cls(
+            int(index) if index is not None else None,
+            match["target"],
+            match["action"],
+            rollback=match["rollback"] is not None,
+        )
+
+    @property
+    def broker(self) -> int | None:
+        if not self.target.startswith(BROKER):
+            return None
+        number = self.target.removeprefix(BROKER)
+        return int(number) if number.isdigit() else None
+
+    @property
+    def topic(self) -> str | None:
+        return self.target.removeprefix(TOPIC) if self.target.startswith(TOPIC) else None
+
+    def with_action(self, action: str) -> StepKey:
+        """Another action of the same step."""
+        return StepKey(self.index, self.target, action, self.rollback)
+
+    def __str__(self) -> str:
+        if self.index is None:
+            return f"{self.target}:{self.action}"
+        prefix = ROLLBACK if self.rollback else ""
+        return f"{prefix}{self.index}:{self.target}:{self.action}"

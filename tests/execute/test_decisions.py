@@ -1,0 +1,241 @@
+"""The executor's decisions on plain data: which restart goes next, whether a restore may
+write, whether a topic's replicas agree, which replicas still hold a stale id."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from remediate.collect.snapshot import ReplicaRow
+from remediate.execute.decisions import (
+    NO_FILE,
+    agreement_blocker,
+    disagreement_blocker,
+    files_disagreeing,
+    next_restart,
+    stale_holders,
+    unconfigured_hosts_blocker,
+)
+from remediate.execute.steps import StepKey
+from remediate.formats.topic_id import TopicId
+from remediate.formats.znodes import PartitionState, TopicAssignment
+from remediate.plan import FileKey, Fingerprint, RestartStep, RestoreStep
+from remediate.state import ClusterState, TopicState
+
+ZK_ID = TopicId(bytes(15) + b"\x02")
+ZK = str(ZK_ID)
+OTHER = str(TopicId(bytes(15) + b"\x01"))
+
+
+def state(
+    topics: Mapping[str, Mapping[int, Sequence[int]]],
+    *,
+    ids: Mapping[str, TopicId | None] | None = None,
+    versions: Mapping[str, int] | None = None,
+) -> ClusterState:
+    return ClusterState(
+        cluster_id="c",
+        controller_id=1,
+        controller_epoch=3,
+        brokers={},
+        topics={
+            name: TopicState(
+                name,
+                TopicAssignment(
+                    {p: tuple(r) for p, r in assignment.items()},
+                    topic_id=(ids or {}).get(name, ZK_ID),
+                ),
+                (versions or {}).get(name, 4),
+            )
+            for name, assignment in topics.items()
+        },
+        partitions={
+            (name, p): PartitionState(r[0], 1, tuple(r), 3)
+            for name, assignment in topics.items()
+            for p, r in assignment.items()
+        },
+    )
+
+
+def restart(broker: int) -> RestartStep:
+    return RestartStep(broker, "why", (), (), ("stop",), (), is_controller=False)
+
+
+def restore(topic: str = "orders", *, reelect: bool = False, version: int = 4) -> RestoreStep:
+    return RestoreStep(topic, ZK, None, version, reelect, "why", (), (), (), "restore-zk-topic-id")
+
+
+def row(
+    topic: str | None,
+    partition: int,
+    file_id: str | None,
+    *,
+    dir_kind: str = "live",
+    metadata_state: str | None = None,
+) -> ReplicaRow:
+    state = metadata_state or ("missing" if file_id is None else "ok")
+    return ReplicaRow(
+        log_dir="/data",
+        dir=f"{topic}-{partition}",
+        dir_hex="",
+        topic=topic,
+        partition=partition,
+        dir_kind=dir_kind,
+        name_problem=None,
+        metadata_state=state,
+        file_topic_id=file_id,
+        metadata_problem=None,
+        epoch_latest=None,
+    )
+
+
+STEPS = [(0, restart(1)), (1, restart(2)), (2, restart(3))]
+GOES_LAST = "broker 1 is now the active controller: it goes last; broker 2 goes first"
+
+
+@pytest.mark.parametrize(
+    ("remaining", "started", "controller", "chosen", "decision"),
+    [
+        (STEPS, [], 3, 0, None),
+        (STEPS, [], None, 0, None),
+        (STEPS, [], 1, 1, GOES_LAST),
+        # The controller is alone: it goes, nothing to reorder.
+        (STEPS[:1], [], 1, 0, None),
+        # Started in an earlier process: finished first, whoever the controller is.
+        (STEPS, ["2:broker-3:stop"], 1, 2, None),
+        (STEPS, ["0:broker-1:gate restart-safety"], 1, 0, None),
+        # A key of another step index or a rollback does not count as started.
+        (STEPS, ["7:broker-3:stop", "rollback2:broker-3:gate"], 1, 1, GOES_LAST),
+        (STEPS, ["0:topic-orders:gate agreement"], 3, 0, None),
+    ],
+)
+def test_next_restart(
+    remaining: list[tuple[int, RestartStep]],
+    started: list[str],
+    controller: int | None,
+    chosen: int,
+    decision: str | None,
+) -> None:
+    keys = [StepKey.parse(k) for k in started]
+    assert next_restart(remaining, keys, controller) == (remaining[chosen], decision)
+
+
+ORDERS = {"orders": {0: [1, 2], 1: [2, 3]}}
+
+
+@pytest.mark.parametrize(
+    ("cluster", "step", "expected"),
+    [
+        (state(ORDERS), restore(), None),
+        (state({}), restore(), "topic orders is gone"),
+        (
+            state(ORDERS, versions={"orders": 5}),
+            restore(),
+            "/brokers/topics/orders is at version 5, the plan was made at 4",
+        ),
+        # A re-election needs every topic to have an id: the new controller would mint one.
+        (
+            state({**ORDERS, "bare": {0: [1]}}, ids={"bare": None}),
+            restore(reelect=True),
+            "topic(s) bare have no topic id in ZooKeeper; a new controller would mint one"
+            " no replica holds",
+        ),
+        (state({**ORDERS, "bare": {0: [1]}}, ids={"bare": None}), restore(), None),
+    ],
+)
+def test_agreement_blocker(cluster: ClusterState, step: RestoreStep, expected: str | None) -> None:
+    assert agreement_blocker(step, cluster, restored={"orders"}) == expected
+
+
+def test_unconfigured_hosts_blocker() -> None:
+    assert unconfigured_hosts_blocker(state(ORDERS), "orders", [1, 2, 3]) is None
+    assert unconfigured_hosts_blocker(state(ORDERS), "orders", [1, 2]) == (
+        "broker(s) [3] host orders but are not in the configuration"
+    )
+    assert unconfigured_hosts_blocker(state({}), "orders", [1]) == "topic orders is gone"
+
+
+AGREE: dict[int, Sequence[ReplicaRow] | str] = {
+    1: [row("orders", 0, ZK)],
+    2: [row("orders", 0, ZK), row("orders", 1, ZK)],
+    3: [row("orders", 1, ZK), row("other", 1, OTHER)],
+}
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        (AGREE, None),
+        # Without the file: it takes ZooKeeper's id at its next LeaderAndIsr.
+        ({**AGREE, 3: [row("orders", 1, None)]}, None),
+        (
+            {**AGREE, 2: "connection refused"},
+            "broker 2 could not be inspected (connection refused)",
+        ),
+        (
+            {**AGREE, 3: [row("orders", 1, OTHER)]},
+            f"replicas do not all hold {ZK}: orders-1 on broker 3: {OTHER}",
+        ),
+        (
+            {**AGREE, 3: []},
+            f"replicas do not all hold {ZK}: orders-1 on broker 3: no directory or unreadable",
+        ),
+        (
+            {
+                1: [row("orders", 0, None)],
+                2: [row("orders", 0, None), row("orders", 1, None)],
+                3: [row("orders", 1, None)],
+            },
+            f"no replica holds {ZK}",
+        ),
+        # A directory that is not a live partition (a deleted one, say) is not a replica.
+        ({**AGREE, 3: [row("orders", 1, ZK), row("orders", 1, OTHER, dir_kind="delete")]}, None),
+    ],
+)
+def test_disagreement_blocker(
+    rows: Mapping[int, Sequence[ReplicaRow] | str], expected: str | None
+) -> None:
+    assert disagreement_blocker(state(ORDERS), "orders", ZK, rows) == expected
+
+
+def test_disagreement_on_a_topic_gone() -> None:
+    assert disagreement_blocker(state({}), "orders", ZK, {}) == "topic orders is gone"
+
+
+def test_files_disagreeing_looks_only_at_what_zookeeper_assigns_to_the_broker() -> None:
+    rows = [
+        row("orders", 0, ZK),
+        row("orders", 1, OTHER),  # not assigned to broker 1
+        row("other", 0, OTHER),  # not in ZooKeeper
+        row(None, 0, OTHER),  # not a partition directory
+        row("orders", 0, None, metadata_state="missing"),
+    ]
+    cluster = state({"orders": {0: [1, 2], 1: [2, 3]}})
+    assert files_disagreeing(cluster, 1, rows) == ([], ["orders-0"])
+    wrong = [row("orders", 0, OTHER), row("orders", 0, None, metadata_state="corrupt")]
+    assert files_disagreeing(cluster, 1, wrong) == (
+        [f"orders-0 holds {OTHER}", "orders-0 holds corrupt"],
+        [],
+    )
+
+
+def test_stale_holders_leave_out_what_was_repaired() -> None:
+    cluster = state({"orders": {0: [1, 2], 1: [2, 3]}})
+    files = {
+        "1:/data/1/orders-0/partition.metadata": OTHER,
+        "2:/data/2/orders-0/partition.metadata": ZK,
+        "3:/data/3/orders-1/partition.metadata": OTHER,
+        "3:/data/3/orders-9.abc-delete/partition.metadata": OTHER,
+        "2:/data/2/orders-1/partition.metadata": None,
+        "1:/data/1/gone-0/partition.metadata": OTHER,
+    }
+    fingerprint = Fingerprint(
+        None, (1, 2, 3), 1, {}, {FileKey.parse(k): v for k, v in files.items()}
+    )
+    held = stale_holders(fingerprint, cluster, repaired=())
+    assert dict(held.by_partition) == {("orders", 0): {1}, ("orders", 1): {3}}
+    held = stale_holders(fingerprint, cluster, repaired={(3, ("orders", 1))})
+    assert dict(held.by_partition) == {("orders", 0): {1}}
+    assert stale_holders(Fingerprint(None, (), None), cluster, repaired=()).by_partition == {}
+    assert NO_FILE == "no partition.metadata yet"
