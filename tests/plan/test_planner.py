@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from remediate.execute import steps
 from remediate.plan import (
     FileKey,
     Plan,
@@ -73,16 +74,7 @@ def test_followers_of_a_leader_that_agrees_are_repaired_controller_last() -> Non
     assert plan.steps[0].files == tuple(files(3, "t-0"))
     assert plan.steps[0].partitions == ("t-0",)
     assert plan.steps[0].impact == ("t-0: isr 3 -> 2 (min 2)",)
-    assert plan.steps[0].actions == (
-        "gate restart-safety",
-        "stop",
-        "backup",
-        "delete",
-        "start",
-        "wait registered",
-        "wait in-sync",
-        "verify topic-ids",
-    )
+    assert plan.steps[0].actions == steps.RESTART_ACTIONS
     assert "will leave the ISR" not in plan.steps[0].reason
     assert (
         "1 replica(s) hold an old topic id and leave the ISR at their next restart (t-0)"
@@ -224,12 +216,11 @@ def test_rolling_restart_takes_every_broker_and_no_file() -> None:
     plan = plan_for(state, findings_for(state), playbook=ROLLING)
     assert [s.broker for s in plan.steps] == [1, 3, 2]
     assert all(s.files == () for s in plan.steps)
-    assert plan.steps[0].actions == (
-        "gate restart-safety",
-        "stop",
-        "start",
-        "wait registered",
-        "wait in-sync",
+    # The rolling restart: every restart action but those that touch or check the files.
+    assert plan.steps[0].actions == tuple(
+        a
+        for a in steps.RESTART_ACTIONS
+        if a not in (steps.BACKUP, steps.DELETE, steps.VERIFY_TOPIC_IDS)
     )
     assert plan.skipped == ((4, "hosts no partition or is not registered"),)
 
