@@ -1,8 +1,8 @@
 """Ports: the interfaces through which the tool touches the outside world.
 
-Only the command-line wiring builds real clients (kazoo, fabric, invoke); everything else
-takes these protocols, so decisions can be tested on plain data and integration tests can
-use the real services.
+Only the wiring builds real clients (kazoo, fabric, invoke): the collectors' entry points and
+execute/locked.py; everything else takes these protocols, so decisions can be tested on plain
+data, the executor on an in-memory cluster, and integration tests on the real services.
 """
 
 from __future__ import annotations

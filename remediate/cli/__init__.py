@@ -1,4 +1,8 @@
-"""The `remediate` command line. Only this package maps errors to exit codes."""
+"""The `remediate` command line. Only this package maps errors to exit codes.
+
+It assembles the command modules (apply, plan, scan, report, sandbox), which share
+`remediate.cli.common` and import nothing from one another.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,8 @@ import sys
 import click
 
 from remediate import __version__
+from remediate.cli.common import EXIT_HALTED, EXIT_REFUSED, EXIT_UNKNOWN
 from remediate.errors import HaltedError, RefusedError, RemediationError
-
-# Exit codes (design.md): 0 ok, 1 warning, 2 critical, 3 unknown, 4 refused, 5 halted.
-EXIT_UNKNOWN = 3
-EXIT_REFUSED = 4
-EXIT_HALTED = 5
 
 # Each command is imported when it is run, not when any command is: the sandbox's service
 # commands (`sandbox broker stop|start`) run at every restart, and the executor waits on them.

@@ -9,159 +9,38 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable, MutableMapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import click
-import structlog
-from rich.console import Console
 from rich.table import Table
 
-from remediate.cli import EXIT_HALTED, EXIT_REFUSED
-from remediate.cli.plan import build_plan, out, write_plan
-from remediate.cli.scan import collect_and_scan
-from remediate.collect.run import collect_brokers, transports, zk_settings
-from remediate.collect.zookeeper import read_cluster_state, session
-from remediate.config import ClusterConfig, load_cluster_config
-from remediate.errors import RefusedError
-from remediate.execute.drift import differences, observed_files
-from remediate.execute.journal import Journal, latest_run, list_runs, new_run_id, replay
-from remediate.execute.lock import RunLock
-from remediate.execute.runner import Executor, RunOutcome, Services
-from remediate.plan import Plan, plan_from_json
-from remediate.playbook import Timeouts, load_playbook
-from remediate.ports import ZooKeeper
+from remediate.cli.common import (
+    EXIT_HALTED,
+    EXIT_REFUSED,
+    config_option,
+    err,
+    json_option,
+    log_json_option,
+    master_option,
+    out,
+    progress_lines,
+    status_line,
+)
+from remediate.config import load_cluster_config
+from remediate.execute.journal import Journal, list_runs, replay, run_or_latest
+from remediate.execute.locked import (
+    apply_plan,
+    load_approved_plan,
+    record_check,
+    resume_run,
+    rollback_run,
+)
+from remediate.execute.runner import RunOutcome
+from remediate.logs import configure_logging
+from remediate.planning import REPAIR_PLAYBOOK, build_plan, write_plan
 from remediate.render import plan_table
-
-err = Console(stderr=True, highlight=False)
-
-config_option = click.option(
-    "-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False, path_type=Path)
-)
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-log_json_option = click.option(
-    "--log-json", is_flag=True, help="Structured JSON log lines on stderr instead of progress."
-)
-
-
-class SystemClock:
-    def now(self) -> float:
-        return time.time()
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-
-def configure_logging(*sinks: TextIO) -> None:
-    """structlog JSON lines to `sinks` (none: dropped), never to stdout, which --json owns."""
-
-    def write(_: Any, __: str, event: MutableMapping[str, Any]) -> str:
-        line = json.dumps(event, sort_keys=True, default=str)
-        for sink in sinks:
-            sink.write(line + "\n")
-            sink.flush()
-        raise structlog.DropEvent
-
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            write,
-        ],
-        cache_logger_on_first_use=False,
-    )
-
-
-def _logger(config: ClusterConfig, run_id: str, log_json: bool, journal_dir: Path) -> Any:
-    """structlog JSON lines: always to the run's log.jsonl, and to stderr with --log-json."""
-    path = journal_dir / run_id / "log.jsonl"
-    handle = path.open("a", encoding="utf-8")
-    configure_logging(handle, *([sys.stderr] if log_json else []))
-    return structlog.get_logger().bind(run_id=run_id, cluster=config.cluster)
-
-
-def _progress(log_json: bool, as_json: bool) -> Callable[[str], None]:
-    if log_json or as_json:
-        return lambda _message: None
-    return lambda message: err.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}")
-
-
-def load_plan_file(path: Path) -> tuple[Plan, dict[str, Any]]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RefusedError(f"{path}: cannot read the plan: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise RefusedError(f"{path}: not a plan: invalid JSON ({exc})") from exc
-    if not isinstance(document, dict):
-        raise RefusedError(f"{path}: not a plan: expected a JSON object")
-    try:
-        return plan_from_json(document), document
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RefusedError(f"{path}: not a valid plan: field {exc} missing or malformed") from exc
-
-
-def check_approval(plan: Plan, document: dict[str, Any], approve: str | None) -> None:
-    if not approve:
-        raise RefusedError(
-            f"not approved: review the plan, then pass --approve {plan.digest}"
-            " (its digest); nothing was changed"
-        )
-    if document.get("digest") != plan.digest:
-        raise RefusedError(
-            "the plan file was edited after it was made: its digest field does not match its"
-            " content; plan again; nothing was changed"
-        )
-    if approve.strip().lower() != plan.digest:
-        raise RefusedError(
-            f"--approve {approve} is not this plan's digest ({plan.digest}); nothing was changed"
-        )
-    if plan.refused:
-        raise RefusedError(
-            "the plan is refused (" + "; ".join(plan.refusals) + "); nothing was changed"
-        )
-
-
-def check_drift(config: ClusterConfig, zk: ZooKeeper, plan: Plan) -> None:
-    if plan.cluster != config.cluster:
-        raise RefusedError(
-            f"the plan is for cluster {plan.cluster}, the configuration is {config.cluster}"
-        )
-    state = read_cluster_state(zk)
-    brokers = [b for b in plan.fingerprint.file_brokers() if b in config.broker_ids]
-    reports = collect_brokers(config, brokers, transport_for=transports(config)) if brokers else ()
-    rows = {r.broker_id: r.replicas for r in reports if r.reachable}
-    unreachable = {r.broker_id: r.error or "unreachable" for r in reports if not r.reachable}
-    files = observed_files(plan.fingerprint.files, rows)
-    diffs = differences(plan.fingerprint, state, files, unreachable=unreachable)
-    if diffs:
-        raise RefusedError(
-            "the cluster changed since the plan was made; plan again. Differences:\n  "
-            + "\n  ".join(diffs)
-        )
-
-
-def _services(
-    config: ClusterConfig, zk: ZooKeeper, plan: Plan, log: Any, progress: Any
-) -> Services:
-    # The gates the plan was approved with; a plan without them gets its playbooks' own.
-    gates = {name: Timeouts.model_validate(values) for name, values in plan.gates.items()}
-    for name in {plan.playbook, *(step.playbook for step in plan.restores)} - set(gates):
-        gates[name] = load_playbook(name).gates
-
-    return Services(
-        config=config,
-        zk=zk,
-        transport_for=transports(config),
-        clock=SystemClock(),
-        gates=gates,
-        log=log,
-        progress=progress,
-    )
+from remediate.scan.pipeline import collect_and_scan
 
 
 def _identity() -> str:
@@ -173,35 +52,6 @@ def _identity() -> str:
         except (KeyError, OSError):
             user = "unknown"
     return f"{user}@{socket.gethostname()}"
-
-
-def execute(
-    config: ClusterConfig,
-    plan: Plan,
-    *,
-    approved_by: str,
-    log_json: bool,
-    as_json: bool,
-    lock_wait: float = 1.0,
-) -> RunOutcome:
-    """Lock, check drift, journal, run. RefusedError before anything changed."""
-    clock = SystemClock()
-    run_id = new_run_id(clock.now())
-    root = Path(config.journal_dir)
-    with session(zk_settings(config)) as zk:
-        lock = RunLock(zk, config.cluster, run_id=run_id)
-        lock.acquire(timeout=lock_wait)
-        try:
-            check_drift(config, zk, plan)
-            journal = Journal.create(root, run_id, plan.to_json(), now=clock.now())
-            journal.append("approved", now=clock.now(), digest=plan.digest, approved_by=approved_by)
-            log = _logger(config, run_id, log_json, root)
-            progress = _progress(log_json, as_json)
-            progress(f"run {run_id}: {len(plan.steps)} step(s), journal {journal.path}")
-            services = _services(config, zk, plan, log, progress)
-            return Executor(plan, services, journal, lock).run()
-        finally:
-            lock.release()
 
 
 def _write_report(journal_dir: Path, run_id: str) -> str | None:
@@ -251,16 +101,21 @@ def apply(
     """Carry out exactly the approved plan. Exit 0 done, 4 refused, 5 halted."""
     configure_logging(*([sys.stderr] if log_json else []))
     config = load_cluster_config(config_path)
-    plan, document = load_plan_file(plan_path)
-    check_approval(plan, document, approve)
-    outcome = execute(config, plan, approved_by=_identity(), log_json=log_json, as_json=as_json)
+    plan = load_approved_plan(plan_path, approve)
+    outcome = apply_plan(
+        config,
+        plan,
+        approved_by=_identity(),
+        log_json=log_json,
+        progress=progress_lines(quiet=log_json or as_json),
+    )
     return _emit(outcome, as_json, Path(config.journal_dir))
 
 
 @click.command()
 @config_option
 @click.option("--yes", is_flag=True, help="Apply the plan (without it: a dry run).")
-@click.option("--spark-master", help="Spark master URL (default: cluster.yaml spark.master).")
+@master_option
 @click.option(
     "-o",
     "--output",
@@ -283,14 +138,10 @@ def fix(
     """
     configure_logging(*([sys.stderr] if log_json else []))
     config = load_cluster_config(config_path)
-    plan = build_plan(
-        config_path,
-        playbook_name="topicid-mismatch",
-        allow_unsafe=False,
-        include_topics=(),
-        spark_master=spark_master,
-        quiet=as_json,
-    )
+    with status_line(quiet=as_json) as scanning:
+        plan = build_plan(
+            config, playbook_name=REPAIR_PLAYBOOK, spark_master=spark_master, progress=scanning
+        )
     if output is not None:
         write_plan(plan, output)
     if not as_json:
@@ -305,12 +156,12 @@ def fix(
     if not plan.steps:
         message = "nothing to repair"
     else:
-        outcome = execute(
+        outcome = apply_plan(
             config,
             plan,
             approved_by=f"{_identity()} (fix --yes)",
             log_json=log_json,
-            as_json=as_json,
+            progress=progress_lines(quiet=log_json or as_json),
         )
         run_id = outcome.run_id
         result.update(applied=True, run=outcome.to_json())
@@ -318,17 +169,11 @@ def fix(
             result["report"] = _write_report(journal_dir, run_id)
             return _fix_exit(result, as_json, EXIT_HALTED, f"halted: {outcome.error}")
         message = f"run {outcome.run_id} completed"
-    report = collect_and_scan(config, out_dir=None, master=spark_master, quiet=True)
+    report = collect_and_scan(config, master=spark_master).report
     result["check"] = {"status": report.status, "summary": report.summary_line()}
     if run_id is not None:
         # The findings after the run belong in its record (and its report) too.
-        Journal.open(journal_dir, run_id).append(
-            "checked",
-            now=time.time(),
-            status=report.status,
-            summary=report.summary_line(),
-            counts=dict(sorted(report.counts().items())),
-        )
+        record_check(config, run_id, report, now=time.time())
         result["report"] = _write_report(journal_dir, run_id)
     return _fix_exit(
         result, as_json, report.exit_code, f"{message}; check: {report.summary_line()}"
@@ -347,14 +192,6 @@ def _fix_exit(result: dict[str, Any], as_json: bool, code: int, message: str) ->
     return code
 
 
-def _run_id(config: ClusterConfig, run_id: str | None) -> str:
-    root = Path(config.journal_dir)
-    chosen = run_id or latest_run(root)
-    if chosen is None:
-        raise RefusedError(f"no run in {root}")
-    return chosen
-
-
 @click.command()
 @config_option
 @click.option("--run", "run_id", help="The run to resume (default: the latest).")
@@ -364,26 +201,14 @@ def resume(config_path: Path, run_id: str | None, as_json: bool, log_json: bool)
     """Continue a halted or crashed run; completed actions are not repeated."""
     configure_logging(*([sys.stderr] if log_json else []))
     config = load_cluster_config(config_path)
-    chosen = _run_id(config, run_id)
-    root = Path(config.journal_dir)
-    journal = Journal.open(root, chosen)
-    progress_now = replay(journal.records())
-    if progress_now.status == "completed":
-        raise RefusedError(f"run {chosen} already completed; nothing to resume")
-    plan = plan_from_json(journal.plan())
-    clock = SystemClock()
-    with session(zk_settings(config)) as zk:
-        lock = RunLock(zk, config.cluster, run_id=chosen)
-        # A crashed run's lock goes with its ZooKeeper session: wait that long for it.
-        lock.acquire(timeout=config.zookeeper.session_timeout_s + 5)
-        try:
-            journal.append("run-resumed", now=clock.now(), by=_identity())
-            log = _logger(config, chosen, log_json, root)
-            services = _services(config, zk, plan, log, _progress(log_json, as_json))
-            outcome = Executor(plan, services, journal, lock).run()
-        finally:
-            lock.release()
-    return _emit(outcome, as_json, root)
+    outcome = resume_run(
+        config,
+        run_id,
+        resumed_by=_identity(),
+        log_json=log_json,
+        progress=progress_lines(quiet=log_json or as_json),
+    )
+    return _emit(outcome, as_json, Path(config.journal_dir))
 
 
 @click.command()
@@ -394,7 +219,7 @@ def status(config_path: Path, run_id: str | None, as_json: bool) -> int:
     """Show a run's progress from its journal."""
     config = load_cluster_config(config_path)
     root = Path(config.journal_dir)
-    chosen = _run_id(config, run_id)
+    chosen = run_or_latest(root, run_id)
     journal = Journal.open(root, chosen)
     progress = replay(journal.records())
     if as_json:
@@ -440,19 +265,13 @@ def rollback(
     """Put back the files a run deleted: stop, restore (path-checked), start, gate."""
     configure_logging(*([sys.stderr] if log_json else []))
     config = load_cluster_config(config_path)
-    root = Path(config.journal_dir)
-    journal = Journal.open(root, run_id)
-    plan = plan_from_json(journal.plan())
-    with session(zk_settings(config)) as zk:
-        lock = RunLock(zk, config.cluster, run_id=run_id)
-        lock.acquire(timeout=config.zookeeper.session_timeout_s + 5)
-        try:
-            log = _logger(config, run_id, log_json, root)
-            services = _services(config, zk, plan, log, _progress(log_json, as_json))
-            executor = Executor(plan, services, journal, lock)
-            restored = executor.rollback(broker=broker_id)
-        finally:
-            lock.release()
+    restored = rollback_run(
+        config,
+        run_id,
+        broker=broker_id,
+        log_json=log_json,
+        progress=progress_lines(quiet=log_json or as_json),
+    )
     if as_json:
         sys.stdout.write(json.dumps({"run_id": run_id, "restored": restored}, indent=2) + "\n")
     else:

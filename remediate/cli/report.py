@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from remediate.cli.apply import _run_id, config_option
+from remediate.cli.common import config_option
 from remediate.config import load_cluster_config
+from remediate.execute.journal import run_or_latest
 from remediate.report.files import (
     default_path,
     load_report,
@@ -43,7 +44,7 @@ def report(config_path: Path, run_id: str | None, output: Path | None, fmt: str)
     """
     config = load_cluster_config(config_path)
     root = Path(config.journal_dir)
-    chosen = _run_id(config, run_id)
+    chosen = run_or_latest(root, run_id)
     loaded = load_report(root, chosen)
     if fmt == "markdown":
         text = render_markdown(loaded)

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
-from remediate.collect.run import collect
-from remediate.config import ClusterConfig, load_cluster_config
+from remediate.cli.common import master_option, out, status_line
+from remediate.config import load_cluster_config
+from remediate.scan.pipeline import collect_and_scan, scan_snapshots
 from remediate.scan.report import SEVERITY_RANK, ScanReport
-from remediate.scan.runner import run_scan
 
-# Wide enough for ids and paths when stdout is not a terminal (COLUMNS wins when set).
-out = Console(soft_wrap=True, width=shutil.get_terminal_size((160, 24)).columns)
-err = Console(stderr=True)
-
+# scan and check may run without cluster.yaml (--snapshot), so -c is optional here.
 config_option = click.option(
     "-c",
     "--config",
@@ -33,9 +25,6 @@ config_option = click.option(
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
 )
-master_option = click.option(
-    "--spark-master", help="Spark master URL (default: cluster.yaml spark.master)."
-)
 
 SEVERITY_STYLE = {
     "CRITICAL": "bold red",
@@ -44,53 +33,6 @@ SEVERITY_STYLE = {
     "INFO": "cyan",
     "OK": "green",
 }
-
-
-@contextmanager
-def _snapshot_dir(out_dir: Path | None) -> Iterator[Path]:
-    if out_dir is not None:
-        yield out_dir / "snapshot"
-        return
-    with tempfile.TemporaryDirectory(prefix="remediate-snapshot-") as tmp:
-        yield Path(tmp)
-
-
-def collect_and_scan(
-    config: ClusterConfig,
-    *,
-    out_dir: Path | None,
-    master: str | None,
-    quiet: bool,
-    include_ok: bool = False,
-) -> ScanReport:
-    with _snapshot_dir(out_dir) as snapshot:
-        if quiet:
-            collect(config, snapshot)
-        else:
-            with err.status(f"collecting {config.cluster}") as status:
-                collect(
-                    config,
-                    snapshot,
-                    progress=lambda message: status.update(f"collecting: {message}"),
-                )
-        if quiet:
-            report, _ = run_scan(
-                [snapshot],
-                master=master or config.spark.master,
-                conf=config.spark.conf,
-                out_dir=out_dir,
-                include_ok=include_ok,
-            )
-        else:
-            with err.status("classifying on Spark"):
-                report, _ = run_scan(
-                    [snapshot],
-                    master=master or config.spark.master,
-                    conf=config.spark.conf,
-                    out_dir=out_dir,
-                    include_ok=include_ok,
-                )
-    return report
 
 
 def render(report: ScanReport) -> None:
@@ -194,19 +136,21 @@ def scan(
     Exit codes: 0 healthy, 1 warning, 2 critical, 3 unknown.
     """
     if snapshots:
-        report, _ = run_scan(
-            list(snapshots),
-            master=spark_master or "local[*]",
-            out_dir=out_dir,
-            include_ok=include_ok,
+        report = scan_snapshots(
+            snapshots, out_dir=out_dir, master=spark_master, include_ok=include_ok
         )
     else:
         if config_path is None:
             raise click.UsageError("give -c cluster.yaml (or --snapshot DIR)")
         config = load_cluster_config(config_path)
-        report = collect_and_scan(
-            config, out_dir=out_dir, master=spark_master, quiet=as_json, include_ok=include_ok
-        )
+        with status_line(quiet=as_json) as progress:
+            report = collect_and_scan(
+                config,
+                out_dir=out_dir,
+                master=spark_master,
+                include_ok=include_ok,
+                progress=progress,
+            ).report
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(include_ok=include_ok), indent=2) + "\n")
     else:
@@ -226,7 +170,7 @@ def check(config_path: Path | None, spark_master: str | None, as_json: bool) -> 
     if config_path is None:
         raise click.UsageError("give -c cluster.yaml")
     config = load_cluster_config(config_path)
-    report = collect_and_scan(config, out_dir=None, master=spark_master, quiet=True)
+    report = collect_and_scan(config, master=spark_master).report
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from remediate.errors import JournalError
+from remediate.errors import JournalError, RefusedError
 
 JOURNAL_FILE = "journal.jsonl"
 PLAN_FILE = "plan.json"
@@ -303,6 +303,17 @@ def latest_run(root: Path) -> str | None:
     """The most recently started run under `root`, if any."""
     runs = list_runs(root)
     return runs[-1] if runs else None
+
+
+def run_or_latest(root: Path, run_id: str | None) -> str:
+    """The run a command is about: `run_id` if given, else the latest under `root`.
+
+    RefusedError if none is given and there is none.
+    """
+    chosen = run_id or latest_run(root)
+    if chosen is None:
+        raise RefusedError(f"no run in {root}")
+    return chosen
 
 
 @dataclass(frozen=True)

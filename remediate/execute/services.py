@@ -18,7 +18,7 @@ from remediate.state import TopicPartition
 
 @dataclass(frozen=True)
 class Services:
-    """What the executor acts through; only the command line builds the real ones."""
+    """What the executor acts through; only execute/locked.py builds the real ones."""
 
     config: ClusterConfig
     zk: ZooKeeper

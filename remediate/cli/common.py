@@ -1,0 +1,55 @@
+"""What every command module shares: exit codes, consoles, common options, progress display.
+
+Command modules (apply, plan, scan, report, sandbox) import this and never one another;
+`remediate.cli` assembles them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+# Exit codes (design.md): 0 ok, 1 warning, 2 critical, 3 unknown, 4 refused, 5 halted.
+EXIT_UNKNOWN = 3
+EXIT_REFUSED = 4
+EXIT_HALTED = 5
+
+# Wide enough for ids and paths when stdout is not a terminal (COLUMNS wins when set).
+out = Console(soft_wrap=True, width=shutil.get_terminal_size((160, 24)).columns)
+err = Console(stderr=True, highlight=False)
+# Status lines keep rich's highlighting (numbers, paths) that `err` leaves out of messages.
+_status = Console(stderr=True)
+
+config_option = click.option(
+    "-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+log_json_option = click.option(
+    "--log-json", is_flag=True, help="Structured JSON log lines on stderr instead of progress."
+)
+master_option = click.option(
+    "--spark-master", help="Spark master URL (default: cluster.yaml spark.master)."
+)
+
+
+@contextmanager
+def status_line(quiet: bool) -> Iterator[Callable[[str], None] | None]:
+    """A transient status line on stderr showing the latest progress message; None if quiet."""
+    if quiet:
+        yield None
+        return
+    with _status.status("") as status:
+        yield status.update
+
+
+def progress_lines(quiet: bool) -> Callable[[str], None]:
+    """Progress as timestamped lines on stderr; nothing if quiet (--json, --log-json)."""
+    if quiet:
+        return lambda _message: None
+    return lambda message: err.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}")

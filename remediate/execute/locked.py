@@ -1,0 +1,225 @@
+"""Runs under the cluster's lock: a new run of an approved plan, a resumed run, a rollback.
+
+Everything a run needs before its first action lives here: the plan file and its approval,
+the ZooKeeper session, the lock, the drift check against the plan's fingerprint, the journal
+and the services the executor acts through. Refusals (RefusedError) come before anything is
+changed; the lock is released however the run ends.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from remediate.clock import SystemClock
+from remediate.collect.run import collect_brokers, transports, zk_settings
+from remediate.collect.zookeeper import read_cluster_state, session
+from remediate.config import ClusterConfig
+from remediate.errors import RefusedError
+from remediate.execute.drift import differences, observed_files
+from remediate.execute.journal import COMPLETED, Journal, new_run_id, replay, run_or_latest
+from remediate.execute.lock import RunLock
+from remediate.execute.runner import Executor, RunOutcome, Services
+from remediate.logs import run_logger
+from remediate.plan import Plan, plan_from_json
+from remediate.playbook import Timeouts, load_playbook
+from remediate.ports import ZooKeeper
+from remediate.scan.report import ScanReport
+
+Progress = Callable[[str], None]
+
+# A new run waits this long for a lock someone else holds, then refuses.
+NEW_RUN_LOCK_WAIT_S = 1.0
+
+
+def load_plan_file(path: Path) -> tuple[Plan, dict[str, Any]]:
+    """The plan in `path` and the JSON document it was read from (its digest field included)."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RefusedError(f"{path}: cannot read the plan: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise RefusedError(f"{path}: not a plan: invalid JSON ({exc})") from exc
+    if not isinstance(document, dict):
+        raise RefusedError(f"{path}: not a plan: expected a JSON object")
+    try:
+        return plan_from_json(document), document
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RefusedError(f"{path}: not a valid plan: field {exc} missing or malformed") from exc
+
+
+def check_approval(plan: Plan, document: dict[str, Any], approve: str | None) -> None:
+    """RefusedError unless `approve` is the digest of this very, unedited, unrefused plan."""
+    if not approve:
+        raise RefusedError(
+            f"not approved: review the plan, then pass --approve {plan.digest}"
+            " (its digest); nothing was changed"
+        )
+    if document.get("digest") != plan.digest:
+        raise RefusedError(
+            "the plan file was edited after it was made: its digest field does not match its"
+            " content; plan again; nothing was changed"
+        )
+    if approve.strip().lower() != plan.digest:
+        raise RefusedError(
+            f"--approve {approve} is not this plan's digest ({plan.digest}); nothing was changed"
+        )
+    if plan.refused:
+        raise RefusedError(
+            "the plan is refused (" + "; ".join(plan.refusals) + "); nothing was changed"
+        )
+
+
+def load_approved_plan(path: Path, approve: str | None) -> Plan:
+    """The plan in `path`, if `approve` approves it; RefusedError otherwise."""
+    plan, document = load_plan_file(path)
+    check_approval(plan, document, approve)
+    return plan
+
+
+def check_drift(config: ClusterConfig, zk: ZooKeeper, plan: Plan) -> None:
+    """RefusedError if the cluster is not as the plan's fingerprint recorded it."""
+    if plan.cluster != config.cluster:
+        raise RefusedError(
+            f"the plan is for cluster {plan.cluster}, the configuration is {config.cluster}"
+        )
+    state = read_cluster_state(zk)
+    brokers = [b for b in plan.fingerprint.file_brokers() if b in config.broker_ids]
+    reports = collect_brokers(config, brokers, transport_for=transports(config)) if brokers else ()
+    rows = {r.broker_id: r.replicas for r in reports if r.reachable}
+    unreachable = {r.broker_id: r.error or "unreachable" for r in reports if not r.reachable}
+    files = observed_files(plan.fingerprint.files, rows)
+    diffs = differences(plan.fingerprint, state, files, unreachable=unreachable)
+    if diffs:
+        raise RefusedError(
+            "the cluster changed since the plan was made; plan again. Differences:\n  "
+            + "\n  ".join(diffs)
+        )
+
+
+@contextmanager
+def locked_run(
+    config: ClusterConfig,
+    plan: Plan,
+    *,
+    journal: Journal | None = None,
+    approved_by: str | None = None,
+    resumed_by: str | None = None,
+    log_json: bool = False,
+    progress: Progress = lambda _message: None,
+) -> Iterator[Executor]:
+    """An executor for `plan`, holding the cluster's lock for the `with` block.
+
+    Without `journal`, a new run: the lock is taken (a short wait, then refused), the cluster
+    is checked against the plan's fingerprint, and the journal is created with the approval.
+    With `journal`, that run again (resume, rollback): a crashed run's lock goes with its
+    ZooKeeper session, so the wait is that long; `resumed_by` journals who resumed it.
+    """
+    clock = SystemClock()
+    root = Path(config.journal_dir)
+    run_id = new_run_id(clock.now()) if journal is None else journal.run_id
+    wait = NEW_RUN_LOCK_WAIT_S if journal is None else config.zookeeper.session_timeout_s + 5
+    with session(zk_settings(config)) as zk:
+        lock = RunLock(zk, config.cluster, run_id=run_id)
+        lock.acquire(timeout=wait)
+        try:
+            if journal is None:
+                check_drift(config, zk, plan)
+                journal = Journal.create(root, run_id, plan.to_json(), now=clock.now())
+                journal.append(
+                    "approved", now=clock.now(), digest=plan.digest, approved_by=approved_by
+                )
+                progress(f"run {run_id}: {len(plan.steps)} step(s), journal {journal.path}")
+            elif resumed_by is not None:
+                journal.append("run-resumed", now=clock.now(), by=resumed_by)
+            log = run_logger(root, run_id, config.cluster, to_stderr=log_json)
+            services = _services(config, zk, plan, log, progress)
+            yield Executor(plan, services, journal, lock)
+        finally:
+            lock.release()
+
+
+def _services(
+    config: ClusterConfig, zk: ZooKeeper, plan: Plan, log: Any, progress: Progress
+) -> Services:
+    # The gates the plan was approved with; a plan without them gets its playbooks' own.
+    gates = {name: Timeouts.model_validate(values) for name, values in plan.gates.items()}
+    for name in {plan.playbook, *(step.playbook for step in plan.restores)} - set(gates):
+        gates[name] = load_playbook(name).gates
+
+    return Services(
+        config=config,
+        zk=zk,
+        transport_for=transports(config),
+        clock=SystemClock(),
+        gates=gates,
+        log=log,
+        progress=progress,
+    )
+
+
+def apply_plan(
+    config: ClusterConfig,
+    plan: Plan,
+    *,
+    approved_by: str,
+    log_json: bool = False,
+    progress: Progress = lambda _message: None,
+) -> RunOutcome:
+    """Carry out an approved plan as a new run. RefusedError before anything changed."""
+    with locked_run(
+        config, plan, approved_by=approved_by, log_json=log_json, progress=progress
+    ) as executor:
+        return executor.run()
+
+
+def resume_run(
+    config: ClusterConfig,
+    run_id: str | None,
+    *,
+    resumed_by: str,
+    log_json: bool = False,
+    progress: Progress = lambda _message: None,
+) -> RunOutcome:
+    """Continue a halted or crashed run (default: the latest); done actions are not repeated."""
+    root = Path(config.journal_dir)
+    chosen = run_or_latest(root, run_id)
+    journal = Journal.open(root, chosen)
+    if replay(journal.records()).status == COMPLETED:
+        raise RefusedError(f"run {chosen} already completed; nothing to resume")
+    plan = plan_from_json(journal.plan())
+    with locked_run(
+        config, plan, journal=journal, resumed_by=resumed_by, log_json=log_json, progress=progress
+    ) as executor:
+        return executor.run()
+
+
+def rollback_run(
+    config: ClusterConfig,
+    run_id: str,
+    *,
+    broker: int | None = None,
+    log_json: bool = False,
+    progress: Progress = lambda _message: None,
+) -> dict[int, list[str]]:
+    """Put back the files run `run_id` deleted (on `broker` only, if given)."""
+    journal = Journal.open(Path(config.journal_dir), run_id)
+    plan = plan_from_json(journal.plan())
+    with locked_run(
+        config, plan, journal=journal, log_json=log_json, progress=progress
+    ) as executor:
+        return executor.rollback(broker=broker)
+
+
+def record_check(config: ClusterConfig, run_id: str, report: ScanReport, *, now: float) -> None:
+    """The findings of the scan after a run, in the run's journal (and so in its report)."""
+    Journal.open(Path(config.journal_dir), run_id).append(
+        "checked",
+        now=now,
+        status=report.status,
+        summary=report.summary_line(),
+        counts=dict(sorted(report.counts().items())),
+    )

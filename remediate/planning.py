@@ -1,0 +1,59 @@
+"""Planning a repair from a fresh read of the cluster: collect, scan, then the pure planner.
+
+`plan` and `fix` make their plans here; the planner itself (remediate.plan) stays free of I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from remediate.collect.run import Progress
+from remediate.config import ClusterConfig
+from remediate.plan import Plan, PlanOptions, make_plan
+from remediate.playbook import load_playbook
+from remediate.scan.kinds import MISMATCH_KINDS
+from remediate.scan.pipeline import collect_and_scan
+
+REPAIR_PLAYBOOK = "topicid-mismatch"
+RESTORE_PLAYBOOK = "restore-zk-topic-id"
+
+
+def build_plan(
+    config: ClusterConfig,
+    *,
+    playbook_name: str = REPAIR_PLAYBOOK,
+    allow_unsafe: bool = False,
+    include_topics: tuple[str, ...] = (),
+    spark_master: str | None = None,
+    progress: Progress | None = None,
+) -> Plan:
+    """The plan for `config`'s cluster as it is now, by the named playbook."""
+    playbook = load_playbook(playbook_name)
+    # The repair plans a restore, with no restart, wherever the replicas allow one.
+    repairs = bool(MISMATCH_KINDS & set(playbook.applies_to))
+    restore = load_playbook(RESTORE_PLAYBOOK) if repairs else None
+    scanned = collect_and_scan(config, master=spark_master, include_ok=True, progress=progress)
+    return make_plan(
+        cluster=config.cluster,
+        state=scanned.state,
+        findings=scanned.report.findings,
+        playbook=playbook,
+        options=PlanOptions(
+            allow_unsafe=allow_unsafe,
+            include_topics=frozenset(include_topics),
+            min_isr_default=config.min_insync_replicas_default,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        ),
+        known_brokers=config.broker_ids,
+        restore=restore,
+    )
+
+
+def write_plan(plan: Plan, path: Path) -> None:
+    """The plan's JSON at `path`, replaced whole (never a half-written plan to approve)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
