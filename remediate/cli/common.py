@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-# Exit codes (design.md): 0 ok, 1 warning, 2 critical, 3 unknown, 4 refused, 5 halted.
+# Exit codes (README.md, "Exit codes"): 0 ok, 1 warning, 2 critical, 3 unknown, 4 refused, 5 halted.
 EXIT_UNKNOWN = 3
 EXIT_REFUSED = 4
 EXIT_HALTED = 5

@@ -113,7 +113,7 @@ def _show_status(directory: Path, as_json: bool) -> None:
 @click.option("--topic", default="orders", show_default=True)
 @json_option
 def reproduce_command(directory: Path, topic: str, as_json: bool) -> None:
-    """Reproduce the incident step by step (design.md, "The sandbox")."""
+    """Reproduce the incident step by step (docs/sandbox.md lists the eight steps)."""
 
     def show(step: Step) -> None:
         if as_json:

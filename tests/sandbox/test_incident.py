@@ -1,7 +1,7 @@
 """The incident, one test per step, against a real ZooKeeper and real broker processes.
 
 Each test runs the steps up to its own (once, in order, on one module-wide sandbox) and then
-asserts the ZooKeeper and on-disk state that reference/kafka-zk.md predicts for Kafka 2.8.
+asserts the ZooKeeper and on-disk state that Kafka 2.8's source predicts (docs/sandbox.md).
 """
 
 from __future__ import annotations
