@@ -10,17 +10,21 @@ partition whose leader failed stays offline.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
-from remediate.formats.znodes import CONTROLLER, decode_controller
+from remediate.formats.znodes import (
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    decode_controller,
+    decode_controller_epoch,
+)
 from remediate.sandbox import process, zkserver
 from remediate.sandbox.broker import PERSISTENT_PATHS
-from remediate.sandbox.controller import Controller
+from remediate.sandbox.controller import Controller, Event
 from tests.sandbox.helpers import wait_until
 
 
@@ -50,6 +54,17 @@ def controller(zk: KazooClient) -> Iterator[Controller]:
         unclean_leader_election=False,
         broker_epoch=lambda: 1,
     )
+    # The event thread never marks its events done; mark each one when its handling ends, so
+    # that `settled` can tell "every queued event handled" from "none queued right now".
+    handle = controller._handle
+
+    def handle_and_mark_done(event: Event) -> None:
+        try:
+            handle(event)
+        finally:
+            controller.events.task_done()
+
+    controller._handle = handle_and_mark_done  # type: ignore[method-assign]
     controller.start()
     assert wait_until(lambda: controller.active, timeout=10)
     yield controller
@@ -62,11 +77,13 @@ def seat(zk: KazooClient) -> int:
 
 
 def settled(controller: Controller) -> bool:
-    """Every queued event handled (the last one taken has had time to finish)."""
-    if not controller.events.empty():
-        return False
-    time.sleep(0.5)
-    return controller.events.empty()
+    """Every event queued so far has been handled to its end."""
+    return controller.events.unfinished_tasks == 0
+
+
+def zk_epoch(zk: KazooClient) -> int:
+    data, _ = zk.get(CONTROLLER_EPOCH)
+    return decode_controller_epoch(data)
 
 
 def test_a_seat_won_again_before_the_reelect_is_kept(
@@ -83,6 +100,7 @@ def test_a_seat_won_again_before_the_reelect_is_kept(
     assert wait_until(lambda: settled(controller), timeout=10)
     assert controller.active
     assert seat(zk) == 1
+    assert zk_epoch(zk) == controller.context.epoch  # the seat it holds is the last one won
 
 
 def test_a_reelect_first_wins_the_seat_and_the_watch_keeps_it(
@@ -96,6 +114,7 @@ def test_a_reelect_first_wins_the_seat_and_the_watch_keeps_it(
     assert wait_until(lambda: settled(controller), timeout=10)
     assert controller.active
     assert seat(zk) == 1
+    assert zk_epoch(zk) == controller.context.epoch  # the seat it holds is the last one won
 
 
 def test_an_expired_session_stops_the_controller_at_once(

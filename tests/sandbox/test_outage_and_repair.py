@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from remediate.formats.znodes import PartitionState
 from remediate.sandbox import admin, client, cluster
 from remediate.sandbox.reproduce import Incident, replica_file_ids
 from tests.sandbox.helpers import (
@@ -23,7 +23,8 @@ pytestmark = pytest.mark.slow
 
 TOPIC = "orders"
 OLD = [0, 1, 2]
-ALL = [0, 1, 2, 3, 4, 5]
+NEW = [3, 4, 5]
+ALL = OLD + NEW
 
 
 @pytest.fixture
@@ -51,6 +52,8 @@ class LeaderSampler:
     def __init__(self, incident: Incident) -> None:
         self.state = incident.state
         self.offline_seen: set[int] = set()
+        self.latest: dict[int, PartitionState] = {}
+        self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -62,13 +65,21 @@ class LeaderSampler:
         self._stop.set()
         self._thread.join(timeout=10)
 
+    def sampled(self, condition: Callable[[dict[int, PartitionState]], bool]) -> bool:
+        """Wait for a sample, taken after this call, that meets `condition`."""
+        after = self.samples
+        return wait_until(lambda: self.samples > after and condition(self.latest), timeout=60)
+
     def _run(self) -> None:
         zk = cluster.zk_client(self.state)
         try:
             while not self._stop.wait(0.1):
-                for partition, state in states(zk, TOPIC, OLD).items():
+                sample = states(zk, TOPIC, OLD)
+                for partition, state in sample.items():
                     if state.leader < 0:
                         self.offline_seen.add(partition)
+                self.latest = sample
+                self.samples += 1
         finally:
             zk.stop()
             zk.close()
@@ -82,8 +93,18 @@ def test_restarting_every_broker_leaves_the_old_partitions_without_a_working_lea
             if broker == incident.result.restarted_broker:
                 continue
             cluster.stop_broker(incident.directory, broker)
+            # The controller has handled the stop and the sampler has seen the outcome: no
+            # old partition is led by the stopped broker (another leads it, or none does).
+            assert sampler.sampled(
+                lambda latest, b=broker: all(s.leader != b for s in latest.values())
+            )
             cluster.start_broker(incident.directory, broker, wait=True)
-            time.sleep(2)
+            # Back in the ISR of every new partition (it refuses the old ones) before the
+            # next broker stops, so that the new partitions never lose their quorum.
+            assert wait_until(
+                lambda b=broker: all(b in s.isr for s in states(incident.zk, TOPIC, NEW).values()),
+                timeout=60,
+            )
     # While the last in-sync replica was down, the partitions had no leader at all ...
     assert sampler.offline_seen == set(OLD)
     # ... and now every broker refuses them: producers fail on every old partition only.
@@ -109,7 +130,16 @@ def test_manual_repair_heals_the_cluster_without_losing_acknowledged_records(
             deleted = delete_metadata_files(incident.state, broker, TOPIC, OLD)
             assert {p.name for p in deleted} == {"partition.metadata", "leader-epoch-checkpoint"}
             cluster.start_broker(incident.directory, broker, wait=True)
-            time.sleep(3)
+            # Back in the ISR of every new partition (the old ones heal once every broker is
+            # repaired) and the cluster takes writes again, before the next broker stops.
+            acked = len(producer.acked)
+            assert wait_until(
+                lambda b=broker, acked=acked: (
+                    all(b in s.isr for s in states(incident.zk, TOPIC, NEW).values())
+                    and len(producer.acked) > acked
+                ),
+                timeout=60,
+            )
         assert wait_until(
             lambda: all(len(s.isr) == 3 for s in states(incident.zk, TOPIC, ALL).values()),
             timeout=60,
