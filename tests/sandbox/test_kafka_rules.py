@@ -8,14 +8,17 @@ emulator's ReplicaManager directly; rules that need the controller start a sandb
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.formats.topic_id import TopicId
-from remediate.formats.znodes import topic_path
+from remediate.formats.znodes import PartitionState, topic_path
 from remediate.sandbox import admin, cluster, wire
 from remediate.sandbox.replica import Partition, ReplicaManager, load_log_dirs
 from remediate.sandbox.reproduce import replica_file_ids
@@ -215,3 +218,136 @@ def test_follower_at_newer_epoch_than_its_leader_gets_unknown_leader_epoch(
         assert result["records"] == []
     assert partition.followers[2].log_end_offset == -1
     assert partition.high_watermark == 0
+
+
+# -- rules that need the controller: a sandbox --------------------------------------------------
+
+
+def settled(
+    zk: KazooClient, partitions: list[int], condition: Callable[[PartitionState], bool]
+) -> bool:
+    """Every partition's state znode exists and meets `condition`."""
+    try:
+        return all(condition(s) for s in states(zk, TOPIC, partitions).values())
+    except NoNodeError:
+        return False
+
+
+def server_log(directory: Path, broker: int, name: str = "server.log") -> str:
+    return (cluster.broker_dir(directory, broker) / "logs" / name).read_text()
+
+
+@pytest.mark.slow
+def test_leader_epoch_bumps_on_every_controller_isr_or_leader_change(
+    sandbox: cluster.SandboxState,
+) -> None:
+    """api/LeaderAndIsr.scala:41; controlled shutdown removes a follower from the ISR
+    (controller/ReplicaStateMachine.scala:295-381) or elects a new leader
+    (controller/Election.scala:126-139), each +1 epoch, LeaderAndIsr to the other replicas."""
+    directory = Path(sandbox.directory)
+    zk = cluster.zk_client(sandbox)
+    try:
+        controller = admin.current_controller(zk)
+        assert controller is not None
+        broker = next(b.broker_id for b in sandbox.brokers if b.broker_id != controller.broker_id)
+        admin.create_topic(zk, TOPIC, 3, 3)
+        assert wait_until(lambda: settled(zk, [0, 1, 2], lambda s: len(s.isr) == 3))
+        before = states(zk, TOPIC, [0, 1, 2])
+        assert {s.leader == broker for s in before.values()} == {True, False}
+        cluster.stop_broker(directory, broker)
+        after = states(zk, TOPIC, [0, 1, 2])
+        for number, state in after.items():
+            assert state.leader_epoch == before[number].leader_epoch + 1
+            assert broker not in state.isr
+            # The other replicas were told: each logs its new role at the new epoch.
+            for other in (b for b in (1, 2, 3) if b != broker):
+                text = server_log(directory, other, "state-change.log")
+                assert f"{TOPIC}-{number} starts at leader epoch {state.leader_epoch}" in text
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def last_isr_member(directory: Path, zk: KazooClient) -> int:
+    """Stop two brokers so the topic's one partition has the third as its only ISR member."""
+    admin.create_topic(zk, TOPIC, 1, 3, config={"min.insync.replicas": "1"})
+    assert wait_until(lambda: settled(zk, [0], lambda s: len(s.isr) == 3))
+    controller = admin.current_controller(zk)
+    assert controller is not None
+    last = controller.broker_id
+    for broker in (b for b in (1, 2, 3) if b != last):
+        cluster.stop_broker(directory, broker)
+    assert states(zk, TOPIC, [0])[0].isr == (last,)
+    return last
+
+
+@pytest.mark.slow
+def test_controlled_shutdown_of_last_isr_member_retries_then_stops_cleanly(
+    sandbox_dir: Path,
+) -> None:
+    """Controlled shutdown with no other candidate fails; the broker retries
+    controlled.shutdown.max.retries x controlled.shutdown.retry.backoff.ms and shuts down anyway,
+    logs closed cleanly (server/KafkaServer.scala controlledShutdown)."""
+    state = cluster.up(
+        sandbox_dir,
+        properties={
+            "controlled.shutdown.max.retries": "2",
+            "controlled.shutdown.retry.backoff.ms": "200",
+        },
+    )
+    directory = Path(state.directory)
+    zk = cluster.zk_client(state)
+    try:
+        last = last_isr_member(directory, zk)
+        assert cluster.stop_broker(directory, last)
+        text = server_log(directory, last)
+        assert "Starting controlled shutdown (attempt 2)" in text
+        assert "Starting controlled shutdown (attempt 3)" not in text
+        assert "Proceeding to do an unclean shutdown" in text
+        for log_dir in state.broker(last).log_dirs:
+            assert (Path(log_dir) / ".kafka_cleanshutdown").exists()
+    finally:
+        zk.stop()
+        zk.close()
+
+
+@pytest.mark.slow
+def test_last_isr_member_gone_partition_offline_until_it_returns_and_takes_zk_id(
+    sandbox_dir: Path,
+) -> None:
+    """Leader -1 with the ISR kept as the last member (unclean election off); on its return it is
+    elected again, with partition.metadata deleted takes ZooKeeper's id, the other replicas
+    follow and the ISR refills (reference, "Controlled shutdown of the last ISR member")."""
+    state = cluster.up(sandbox_dir, properties={"controlled.shutdown.max.retries": "1"})
+    directory = Path(state.directory)
+    zk = cluster.zk_client(state)
+    try:
+        last = last_isr_member(directory, zk)
+        cluster.stop_broker(directory, last)
+        # Every replica's file deleted, the id dropped from ZooKeeper as a legacy tool does:
+        # the next controller mints a new one.
+        # (A 2.8 replica writes its file only at its second LeaderAndIsr: some have none.)
+        for broker in (1, 2, 3):
+            (replica_dirs(state, TOPIC, 0)[broker] / PARTITION_METADATA).unlink(missing_ok=True)
+        data, _ = zk.get(topic_path(TOPIC))
+        topic = json.loads(data)
+        old_id = topic.pop("topic_id")
+        zk.set(
+            topic_path(TOPIC),
+            json.dumps({"version": 1, "partitions": topic["partitions"]}).encode(),
+        )
+        others = [b for b in (1, 2, 3) if b != last]
+        for broker in others:
+            cluster.start_broker(directory, broker, wait=True)
+        assert wait_until(lambda: states(zk, TOPIC, [0])[0].leader == -1)
+        assert states(zk, TOPIC, [0])[0].isr == (last,)
+        assert wait_until(lambda: "topic_id" in json.loads(zk.get(topic_path(TOPIC))[0]))
+        new_id = json.loads(zk.get(topic_path(TOPIC))[0])["topic_id"]
+        assert new_id != old_id
+        cluster.start_broker(directory, last, wait=True)
+        assert wait_until(lambda: states(zk, TOPIC, [0])[0].leader == last, timeout=30)
+        assert wait_until(lambda: len(states(zk, TOPIC, [0])[0].isr) == 3, timeout=30)
+        assert set(replica_file_ids(state, TOPIC).values()) == {new_id}
+    finally:
+        zk.stop()
+        zk.close()
