@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from kazoo.exceptions import NoNodeError
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import PartitionState, topic_path
-from remediate.sandbox import admin, cluster, wire
+from remediate.sandbox import admin, cluster, wire, zkserver
 from remediate.sandbox.replica import Partition, ReplicaManager, load_log_dirs
 from remediate.sandbox.reproduce import replica_file_ids
 from remediate.sandbox.storage import PartitionLog
@@ -29,11 +30,13 @@ TOPIC = "rules"
 TP = (TOPIC, 0)
 
 
-def replica_manager(log_dir: Path, kafka_version: str = "2.8") -> ReplicaManager:
-    """Broker 1's replica manager over `log_dir`, as loaded at startup; no threads run."""
+def replica_manager(
+    log_dir: Path, kafka_version: str = "2.8", *, broker_id: int = 1
+) -> ReplicaManager:
+    """A broker's replica manager over `log_dir`, as loaded at startup; only fetchers run."""
     log_dirs, logs = load_log_dirs((log_dir,), kafka_version)
     return ReplicaManager(
-        broker_id=1,
+        broker_id=broker_id,
         kafka_version=kafka_version,
         log_dirs=log_dirs,
         logs=logs,
@@ -206,18 +209,46 @@ def test_follower_at_newer_epoch_than_its_leader_gets_unknown_leader_epoch(
     tmp_path: Path,
 ) -> None:
     """Partition.scala:359-390: a Fetch whose currentLeaderEpoch is newer than the leader's is
-    answered UNKNOWN_LEADER_EPOCH and moves nothing; the follower retries the same fetch."""
-    replicas = replica_manager(tmp_path)
-    request = leader_and_isr(TopicId.random(), leader_epoch=5)
-    assert partition_error(replicas.handle_leader_and_isr(request)) == wire.NONE
-    partition = replicas.partitions[TP]
-    assert produce(replicas, acks=1)["error"] == wire.NONE
-    for _ in range(3):  # every retry the same
-        result = fetch(replicas, 2, 0, 6)
-        assert result["error"] == wire.UNKNOWN_LEADER_EPOCH
-        assert result["records"] == []
-    assert partition.followers[2].log_end_offset == -1
-    assert partition.high_watermark == 0
+    answered UNKNOWN_LEADER_EPOCH; the follower's fetcher retries forever and replicates
+    nothing. Broker 1 leads at epoch 5 (it rejected the controller's epoch 6); broker 2
+    accepted epoch 6 and fetches from it."""
+    (tmp_path / "leader").mkdir()
+    (tmp_path / "follower").mkdir()
+    topic_id = TopicId.random()
+    leader = replica_manager(tmp_path / "leader")
+    assert (
+        partition_error(leader.handle_leader_and_isr(leader_and_isr(topic_id, leader_epoch=5)))
+        == wire.NONE
+    )
+    assert produce(leader, acks=1)["error"] == wire.NONE
+    answers: list[int] = []
+
+    def serve_leader(request: dict[str, Any]) -> dict[str, Any]:
+        if request["api"] == "OffsetsForLeaderEpoch":
+            return leader.handle_offsets_for_leader_epoch(request)
+        response = leader.handle_fetch(request)
+        if request.get("replica_id") == 2:
+            answers.extend(r["error"] for r in response["partitions"])
+        return response
+
+    port = zkserver.free_port("127.0.0.1")
+    server = wire.serve("127.0.0.1", port, serve_leader)
+    follower = replica_manager(tmp_path / "follower", broker_id=2)
+    try:
+        request = leader_and_isr(topic_id, leader=1, leader_epoch=6)
+        request["live_leaders"] = {"1": ["127.0.0.1", port]}
+        assert partition_error(follower.handle_leader_and_isr(request)) == wire.NONE
+        assert wait_until(lambda: len(answers) >= 3, timeout=15)
+        assert set(answers) == {wire.UNKNOWN_LEADER_EPOCH}
+        follower_log = follower.partitions[TP].log
+        assert follower_log is not None and follower_log.log_end_offset == 0
+        assert leader.partitions[TP].followers[2].log_end_offset == -1
+        assert leader.partitions[TP].high_watermark == 0
+    finally:
+        follower.shutdown()
+        leader.shutdown()
+        server.shutdown()
+        server.server_close()
 
 
 # -- rules that need the controller: a sandbox --------------------------------------------------
@@ -231,6 +262,10 @@ def settled(
         return all(condition(s) for s in states(zk, TOPIC, partitions).values())
     except NoNodeError:
         return False
+
+
+def logged_everywhere(directory: Path, brokers: list[int], line: str) -> bool:
+    return all(line in server_log(directory, b, "state-change.log") for b in brokers)
 
 
 def server_log(directory: Path, broker: int, name: str = "server.log") -> str:
@@ -260,9 +295,9 @@ def test_leader_epoch_bumps_on_every_controller_isr_or_leader_change(
             assert state.leader_epoch == before[number].leader_epoch + 1
             assert broker not in state.isr
             # The other replicas were told: each logs its new role at the new epoch.
-            for other in (b for b in (1, 2, 3) if b != broker):
-                text = server_log(directory, other, "state-change.log")
-                assert f"{TOPIC}-{number} starts at leader epoch {state.leader_epoch}" in text
+            line = f"{TOPIC}-{number} starts at leader epoch {state.leader_epoch}"
+            others = [b for b in (1, 2, 3) if b != broker]
+            assert wait_until(partial(logged_everywhere, directory, others, line))
     finally:
         zk.stop()
         zk.close()
