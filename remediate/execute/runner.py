@@ -29,14 +29,7 @@ from remediate.execute.services import RunLedger, RunOutcome, Services
 from remediate.execute.steps import StepKey
 from remediate.plan import Plan, RestartStep, RestoreStep
 
-__all__ = ["Executor", "RunOutcome", "Services", "action_key"]
-
-
-def action_key(index: int, step: RestartStep | RestoreStep, action: str) -> str:
-    """The journal key of `action` of the plan's step `index`."""
-    if isinstance(step, RestartStep):
-        return str(StepKey.for_broker(index, step.broker, action))
-    return str(StepKey.for_topic(index, step.topic, action))
+__all__ = ["Executor", "RunOutcome", "Services"]
 
 
 def recover(ledger: RunLedger) -> None:
