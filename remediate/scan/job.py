@@ -172,7 +172,7 @@ stale_leaders AS (
                'rejection_lines', coalesce(j.lines, 0),
                'rejection_memory_topic_id', j.memory_topic_id,
                'rejection_last_logged_at', j.last_logged_at
-           )) AS evidence
+           ), map('ignoreNullFields', 'false')) AS evidence
     FROM states s
     JOIN topics t ON t.cluster = s.cluster AND t.topic = s.topic AND t.zk_topic_id IS NOT NULL
     JOIN brokers b ON b.cluster = s.cluster AND b.broker = s.leader AND b.reachable
