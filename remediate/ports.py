@@ -65,6 +65,7 @@ class ZnodeStat:
     version: int
     czxid: int  # the transaction that created it (a broker registration's epoch)
     ephemeral_owner: int  # the session owning an ephemeral znode, 0 for a persistent one
+    mzxid: int = 0  # the transaction that last wrote its data (0: not known)
 
 
 # Told of each retry of a ZooKeeper request: the attempt that failed and its error.

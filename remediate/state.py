@@ -16,10 +16,14 @@ TopicPartition = tuple[str, int]
 
 @dataclass(frozen=True)
 class TopicState:
+    """A topic's znode. `mzxid` is the transaction that last wrote it (when a controller
+    minted its id, or an admin client rewrote it); None when not known."""
+
     name: str
     assignment: TopicAssignment
     znode_version: int
     config: Mapping[str, str] = field(default_factory=dict)
+    mzxid: int | None = None
 
     @property
     def topic_id(self) -> str | None:

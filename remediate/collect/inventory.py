@@ -14,7 +14,7 @@ awk's length() and substr() count bytes.
 Output (one record per line, fields separated by one space; HEX is lowercase hex of raw bytes,
 N a decimal number; `I` is the log dir's 0-based position in the command's arguments):
 
-    output   = header logdir* trailer
+    output   = header logdir* rejections? trailer
     header   = "remediate-inventory 1 awk-nul=" ("0" | "1")
     logdir   = "L" I HEX ("missing" | "not_a_directory" | "unreadable")
              | "L" I HEX "present" (dir | file)* "Z" I N
@@ -23,6 +23,10 @@ N a decimal number; `I` is the log dir's 0-based position in the command's argum
              | "F" I HEX WHICH "unreadable" ("directory" | "symlink" | "special" | "error")
     WHICH    = "metadata" | "epoch"             partition.metadata | leader-epoch-checkpoint
     line     = "T" | "T" HEX                    one content line ("T" alone: an empty line)
+    rejections = "R" ("missing" | "unreadable")             the state-change log, when asked
+             | "R present" N ("0" | "1") N reject*       tail's exit status, cut, count
+    reject   = "J" HEX                          one line of the log's tail that names a topic-id
+                                                mismatch (cut at max_content_bytes bytes)
     trailer  = "end" N                          N = number of L records
 
 A present file record gives the number of T lines that follow, the file's total line count
@@ -50,6 +54,12 @@ What the command reports, and what it does not:
 - awk reads line by line: a line is read whole before it is cut, so a multi-gigabyte file
   without a newline would be read into the broker's memory. Kafka writes both files as a few
   short lines.
+
+The broker's state-change log (optional): only its last `state_change_tail_bytes` bytes are
+read (`tail -c`, never the whole file), and only the lines holding Kafka's topic-id mismatch
+message are printed. "cut" says the tail started inside the file: its first line may be a
+fragment, so it is dropped. A log that does not exist is "missing"; one that is not a readable
+regular file is "unreadable": the evidence is then absent, which is not an error.
 
 Content is reconstructed as the lines joined with b"\\n". awk's getline splits on "\\n" only and
 drops each line's "\\n", so a final newline is not seen (b"a\\n" reads as b"a") and "\\r" stays at
@@ -81,6 +91,7 @@ HEADER = "remediate-inventory"
 TRAILER = "end"
 DEFAULT_MAX_CONTENT_BYTES = 4096
 DEFAULT_EPOCH_TAIL_LINES = 3
+DEFAULT_STATE_CHANGE_TAIL_BYTES = 1024 * 1024
 EPOCH_HEAD_LINES = 2
 
 LogDirState = Literal["present", "missing", "not_a_directory", "unreadable"]
@@ -138,16 +149,35 @@ class LogDirInfo:
     entries: tuple[DirEntry, ...] = ()
 
 
+StateChangeLogState = Literal["missing", "unreadable", "present"]
+
+
+@dataclass(frozen=True)
+class StateChangeTail:
+    """What the command saw of the broker's state-change log: the mismatch lines of its tail.
+
+    `tail_status` is tail's exit status (non-zero: the read failed part way, `lines` may be
+    incomplete); `cut` says the file was longer than the bound (its first line was dropped).
+    """
+
+    state: StateChangeLogState
+    lines: tuple[bytes, ...] = ()
+    tail_status: int = 0
+    cut: bool = False
+
+
 @dataclass(frozen=True)
 class Inventory:
     """What one broker has in its log dirs, in the order the log dirs were given.
 
     `awk_keeps_nul` is False when the broker's awk cannot hold NUL bytes (busybox, the
     one-true-awk): a content line with a NUL may then have lost the bytes after it.
+    `state_change` is None when the command was not asked to read a state-change log.
     """
 
     log_dirs: tuple[LogDirInfo, ...]
     awk_keeps_nul: bool = True
+    state_change: StateChangeTail | None = None
 
 
 @dataclass(frozen=True)
@@ -250,12 +280,41 @@ function epoch(p, name,    r, line, total, first, n, j, tr) {
     print "F " I " " name " epoch present " n " " total " " tr
     for (j = 1; j <= n; j++) emit(LN[j])
 }
+function rejections(    line, held, have, total, n, j, st, cut, first) {
+    total = 0
+    n = 0
+    have = 0
+    first = 1
+    while ((getline line) > 0) {
+        if (have) {
+            total += length(held) + 1
+            if (index(held, "does not match the topic Id for partition") ||
+                index(held, "does not match the topic ID for partition")) {
+                n++
+                RJ[n] = (length(held) > X) ? substr(held, 1, X) : held
+                FL[n] = first
+            }
+            first = 0
+        }
+        held = line
+        have = 1
+    }
+    st = (have && substr(held, 1, 6) == "=tail ") ? substr(held, 7) + 0 : 1
+    cut = (total - 1 > B) ? 1 : 0
+    j = 0
+    for (k = 1; k <= n; k++) if (!(cut && FL[k])) j++
+    print "R present " st " " cut " " j
+    for (k = 1; k <= n; k++) if (!(cut && FL[k])) print "J " hex(RJ[k])
+}
 BEGIN {
     for (k = 0; k < 256; k++) HX[sprintf("%c", k)] = sprintf("%02x", k)
     I = i
     X = x + 0
     T = t + 0
-    if (m == "H") {
+    B = b + 0
+    if (m == "R") {
+        rejections()
+    } else if (m == "H") {
         print "remediate-inventory 1 awk-nul=" (length(sprintf("%c", 0)) == 1 ? 1 : 0)
     } else if (m == "L") {
         print "L " I " " hex(ARGV[1]) " " s
@@ -287,6 +346,7 @@ _SCRIPT = """\
 P='{awk}'
 LC_ALL=C; export LC_ALL; unset CDPATH
 A=${{REMEDIATE_AWK:-$(command -v mawk 2>/dev/null || echo awk)}}
+S=$1; shift
 "$A" -v m=H -- "$P" || exit 1
 i=0
 for d in "$@"; do
@@ -309,6 +369,15 @@ for d in "$@"; do
   fi
   i=$((i+1))
 done
+if [ -n "$S" ]; then
+  case $S in /*) q=$S ;; *) q=./$S ;; esac
+  if [ -f "$q" ] && [ -r "$q" ]; then
+    {{ tail -c {tail_bytes_plus_one} -- "$q" 2>/dev/null; s=$?; echo; echo "=tail $s"; }} |
+      "$A" -v m=R -v x={max_bytes} -v b={tail_bytes} -- "$P" || exit 1
+  elif [ -e "$q" ] || [ -h "$q" ]; then echo "R unreadable"
+  else echo "R missing"
+  fi
+fi
 echo "end $i"
 """
 
@@ -322,11 +391,16 @@ def inventory_command(
     sudo: bool = False,
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
     epoch_tail_lines: int = DEFAULT_EPOCH_TAIL_LINES,
+    state_change_log: str | None = None,
+    state_change_tail_bytes: int = DEFAULT_STATE_CHANGE_TAIL_BYTES,
 ) -> str:
-    """The command that inventories `log_dirs` on one broker: `sh -c '<script>' sh <dirs>`.
+    """The command that inventories `log_dirs` on one broker:
+    `sh -c '<script>' sh <state-change log or ''> <dirs>`.
 
     Every argument is quoted with shlex.quote; with `sudo` the command is prefixed with
     `sudo -n ` (never prompts). Its stdout is printable ASCII (see the module docstring).
+    With `state_change_log`, the mismatch lines of that file's last `state_change_tail_bytes`
+    bytes are reported too.
     """
     if isinstance(log_dirs, str):
         raise TypeError("log_dirs is a sequence of paths, not one string")
@@ -337,13 +411,19 @@ def inventory_command(
         raise ValueError(f"max_content_bytes must be at least 1, not {max_content_bytes!r}")
     if isinstance(epoch_tail_lines, bool) or epoch_tail_lines < 0:
         raise ValueError(f"epoch_tail_lines must be at least 0, not {epoch_tail_lines!r}")
+    if state_change_log is not None and (not state_change_log or "\0" in state_change_log):
+        raise ValueError(f"a state-change log must be a path without NUL: {state_change_log!r}")
+    if isinstance(state_change_tail_bytes, bool) or state_change_tail_bytes < 1:
+        raise ValueError(f"state_change_tail_bytes must be at least 1: {state_change_tail_bytes!r}")
     script = _SCRIPT.format(
         awk=_AWK.strip("\n"),
         names=f"\\( -name {PARTITION_METADATA} -o -name {LEADER_EPOCH_CHECKPOINT} \\)",
         max_bytes=int(max_content_bytes),
         tail=int(epoch_tail_lines),
+        tail_bytes=int(state_change_tail_bytes),
+        tail_bytes_plus_one=int(state_change_tail_bytes) + 1,
     )
-    words = ["sh", "-c", script, "sh", *log_dirs]
+    words = ["sh", "-c", script, "sh", state_change_log or "", *log_dirs]
     command = " ".join(shlex.quote(word) for word in words)
     return f"sudo -n {command}" if sudo else command
 
@@ -363,6 +443,8 @@ _F_UNREADABLE_RE = re.compile(
 _T_RE = re.compile(f"T(?: {_HEX})?")
 _Z_RE = re.compile(f"Z {_N} {_N}")
 _END_RE = re.compile(f"{TRAILER} {_N}")
+_R_RE = re.compile(f"R (?:(missing|unreadable)|present {_N} ([01]) {_N})")
+_J_RE = re.compile(f"J {_HEX}")
 _RECORD_NAMES = {"L": "log dir", "D": "directory", "F": "file", "T": "content line", "Z": "end"}
 
 
@@ -386,6 +468,7 @@ class _Parser:
         if self.lines and self.lines[-1] == "":
             self.lines.pop()
         self.pos = 0  # index of the next line to read
+        self.state_change: StateChangeTail | None = None
 
     def error(self, expected: str, got: object = None, *, lineno: int | None = None) -> FormatError:
         return FormatError(self.source, f"line {lineno or self.pos}", expected, got)
@@ -410,7 +493,14 @@ class _Parser:
             line = self.next_line()
             if line.startswith(f"{TRAILER} ") or line == TRAILER:
                 self.trailer(line, current, len(done))
-                return Inventory(log_dirs=tuple(done), awk_keeps_nul=keeps_nul)
+                return Inventory(
+                    log_dirs=tuple(done), awk_keeps_nul=keeps_nul, state_change=self.state_change
+                )
+            if line[:1] == "R":
+                self.rejections(line, current)
+                continue
+            if self.state_change is not None:
+                raise self.error(f"the trailer '{TRAILER} <count>' after the R record", line)
             current = self.record(line, current, done)
 
     def header(self) -> bool:
@@ -465,6 +555,27 @@ class _Parser:
             done.append(self.close(line, current, len(done)))
             return None
         return current
+
+    def rejections(self, line: str, current: _LogDirBuilder | None) -> None:
+        match = _R_RE.fullmatch(line)
+        if match is None:
+            raise self.error("'R missing|unreadable' or 'R present <status> <cut> <count>'", line)
+        if current is not None or self.state_change is not None:
+            raise self.error("one R record, after the last log dir's Z record", line)
+        if match.group(1) is not None:
+            state: StateChangeLogState = match.group(1)  # type: ignore[assignment]
+            self.state_change = StateChangeTail(state)
+            return
+        lines = []
+        for _ in range(int(match.group(4))):
+            record = self.next_line()
+            found = _J_RE.fullmatch(record)
+            if found is None:
+                raise self.error("a state-change log line 'J <hex>'", record)
+            lines.append(bytes.fromhex(found.group(1)))
+        self.state_change = StateChangeTail(
+            "present", tuple(lines), int(match.group(2)), match.group(3) == "1"
+        )
 
     def index(self, text: str, expected: int, line: str) -> None:
         if int(text) != expected:

@@ -13,6 +13,7 @@ from typing import Any
 
 from remediate.collect.inventory import (
     Inventory,
+    StateChangeTail,
     classify_metadata,
     inventory_command,
     parse_inventory,
@@ -22,6 +23,7 @@ from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, read_cluster_
 from remediate.config import BrokerConfig, ClusterConfig
 from remediate.errors import ConfigError, FormatError, TransportError
 from remediate.formats.properties import load_properties
+from remediate.formats.statechange import parse_rejections
 from remediate.gcpause import gc_paused
 from remediate.ports import Transport
 from remediate.state import ClusterState
@@ -163,7 +165,13 @@ def inspect_broker(
     transport = transport_for(broker.id)
     try:
         log_dirs = read_log_dirs(config, broker, transport)
-        command = inventory_command(log_dirs, sudo=config.use_sudo(broker.id), epoch_tail_lines=1)
+        state_change_log = broker.state_change_log
+        command = inventory_command(
+            log_dirs,
+            sudo=config.use_sudo(broker.id),
+            epoch_tail_lines=1,
+            state_change_log=str(state_change_log) if state_change_log is not None else None,
+        )
         result = transport.run(command, timeout=INVENTORY_TIMEOUT_S)
         if not result.ok:
             raise TransportError(
@@ -179,6 +187,7 @@ def inspect_broker(
     finally:
         transport.close()
     dirs, replicas = replica_rows(inventory)
+    evidence, rejections = rejection_rows(inventory.state_change)
     return BrokerReport(
         broker.id,
         broker.host,
@@ -187,7 +196,30 @@ def inspect_broker(
         error=None,
         log_dirs=tuple(dirs),
         replicas=tuple(replicas),
+        state_change_log=evidence,
+        rejections=tuple(rejections),
     )
+
+
+def rejection_rows(tail: StateChangeTail | None) -> tuple[str, list[dict[str, Any]]]:
+    """(what became of the state-change log, rejection rows) for the snapshot: "not_configured",
+    "missing", "unreadable", "partial" (tail failed part way) or "read"."""
+    if tail is None:
+        return "not_configured", []
+    if tail.state != "present":
+        return tail.state, []
+    rows = [
+        {
+            "topic": r.topic,
+            "partition": r.partition,
+            "memory_topic_id": r.memory_topic_id,
+            "request_topic_id": r.request_topic_id,
+            "logged_at": r.logged_at,
+            "wording": r.wording,
+        }
+        for r in parse_rejections(tail.lines)
+    ]
+    return ("read" if tail.tail_status == 0 else "partial"), rows
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,12 @@
     topic_configs.jsonl  one row per topic config key
     log_dirs.jsonl       one row per configured log dir and what it was on disk
     replicas.jsonl       one row per directory found in a log dir, with its partition.metadata
+    rejections.jsonl     one row per topic-id mismatch line in a broker's state-change log tail
+                         (brokers.jsonl's state_change_log says whether that log was read)
+
+ZooKeeper's transaction ids ride along: a topic's `topic_mzxid` (its znode's last write, e.g.
+when a controller minted its id), a state's `mzxid` (its last leader or ISR change) and a
+broker's `broker_epoch` (its registration's czxid).
 
 A snapshot can be scanned later or elsewhere; several snapshots (a fleet) can be scanned
 together: every row carries its cluster's name.
@@ -36,6 +42,7 @@ TABLES = (
     "topic_configs",
     "log_dirs",
     "replicas",
+    "rejections",
 )
 META = "meta.json"
 
@@ -114,6 +121,9 @@ class BrokerReport:
     error: str | None
     log_dirs: tuple[Mapping[str, Any], ...] = ()
     replicas: tuple[ReplicaRow, ...] = ()
+    # not_configured, missing, unreadable, partial or read; None: the broker was not inspected
+    state_change_log: str | None = None
+    rejections: tuple[Mapping[str, Any], ...] = ()
 
 
 def rows_from_state(
@@ -137,6 +147,7 @@ def rows_from_state(
                 "is_controller": state.controller_id == broker_id,
                 "reachable": bool(report and report.reachable),
                 "error": report.error if report else "not in cluster.yaml: disk not inspected",
+                "state_change_log": report.state_change_log if report else None,
             }
         )
         if report is not None:
@@ -146,6 +157,9 @@ def rows_from_state(
             tables["replicas"] += [
                 {"cluster": cluster, "broker": broker_id, **row.to_json()}
                 for row in report.replicas
+            ]
+            tables["rejections"] += [
+                {"cluster": cluster, "broker": broker_id, **row} for row in report.rejections
             ]
     for name, topic in sorted(state.topics.items()):
         tables["topics"].append(
@@ -157,6 +171,7 @@ def rows_from_state(
                 "data_version": topic.assignment.version,
                 "partition_count": len(topic.assignment.partitions),
                 "min_isr": _int_or_none(topic.config.get("min.insync.replicas")),
+                "topic_mzxid": topic.mzxid,
             }
         )
         for key, value in sorted(topic.config.items()):
@@ -172,6 +187,7 @@ def rows_from_state(
                         "partition": number,
                         "broker": replica,
                         "position": position,
+                        "topic_mzxid": topic.mzxid,
                     }
                 )
     for (name, number), partition in sorted(state.partitions.items()):
@@ -185,6 +201,7 @@ def rows_from_state(
                 "isr": list(partition.isr),
                 "zk_version": partition.zk_version,
                 "controller_epoch": partition.controller_epoch,
+                "mzxid": partition.mzxid,
             }
         )
     return tables

@@ -183,7 +183,7 @@ def _auth_hint(auth: ZkAuth | None) -> str:
 
 
 def _stat(stat: KazooStat) -> ZnodeStat:
-    return ZnodeStat(stat.version, stat.czxid, stat.ephemeralOwner)
+    return ZnodeStat(stat.version, stat.czxid, stat.ephemeralOwner, stat.mzxid)
 
 
 def _telling(on_retry: OnRetry | None) -> Callable[[RetryCallState], None]:
@@ -373,7 +373,7 @@ def _decode_topics(
                 config = decode_topic_config(config_value[0], source=topic_config_path(name))
             except FormatError as exc:
                 problems.append(str(exc))
-        topics[name] = TopicState(name, assignment, value[1].version, config)
+        topics[name] = TopicState(name, assignment, value[1].version, config, value[1].mzxid)
     return topics
 
 
@@ -387,7 +387,7 @@ def _decode_states(
         path = partition_state_path(name, number)
         try:
             partitions[(name, number)] = decode_partition_state(
-                value[0], source=path, zk_version=value[1].version
+                value[0], source=path, zk_version=value[1].version, mzxid=value[1].mzxid
             )
         except FormatError as exc:
             problems.append(str(exc))

@@ -182,6 +182,8 @@ class BrokerConfig(_Model):
     sudo: StrictBool | None = None
     log_dirs: tuple[RemotePath, ...] | None = None
     server_properties: RemotePath | None = None
+    # Kafka's state-change.log on the broker: its tail is read for topic-id mismatch lines.
+    state_change_log: RemotePath | None = None
 
     @field_validator("log_dirs")
     @classmethod
@@ -211,6 +213,11 @@ class BrokerConfig(_Model):
                 [(("server_properties",), self.server_properties)], local, base_dir
             )
             object.__setattr__(self, "server_properties", path)
+        if self.state_change_log is not None:
+            (path,) = broker_paths(
+                [(("state_change_log",), self.state_change_log)], local, base_dir
+            )
+            object.__setattr__(self, "state_change_log", path)
         return self
 
 

@@ -174,7 +174,8 @@ def _encode_replica_map(replicas: Mapping[int, Sequence[int]]) -> dict[str, list
 @dataclass(frozen=True)
 class PartitionState:
     """A partition's leader and ISR. `zk_version` is the state znode's stat version (the
-    partition epoch used for conditional updates); it is not part of the data."""
+    partition epoch used for conditional updates) and `mzxid` the transaction that last wrote
+    it (its last leader or ISR change; None when not known); neither is part of the data."""
 
     leader: int
     leader_epoch: int
@@ -182,6 +183,7 @@ class PartitionState:
     controller_epoch: int
     zk_version: int = 0
     leader_recovery_state: int = 0
+    mzxid: int | None = None
 
     @property
     def has_leader(self) -> bool:
@@ -194,7 +196,7 @@ RECOVERING = 1
 
 
 def decode_partition_state(
-    data: bytes | None, *, source: str, zk_version: int = 0
+    data: bytes | None, *, source: str, zk_version: int = 0, mzxid: int | None = None
 ) -> PartitionState:
     obj = load_object(data, source=source)
     return PartitionState(
@@ -204,6 +206,7 @@ def decode_partition_state(
         controller_epoch=get_int(obj, "controller_epoch", source=source),
         zk_version=zk_version,
         leader_recovery_state=_leader_recovery_state(obj, source=source),
+        mzxid=mzxid,
     )
 
 

@@ -324,6 +324,9 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
             "host": broker.host,
             "transport": "ssh" if state.ssh else "local",
             "log_dirs": broker.log_dirs,
+            "state_change_log": str(
+                broker_dir(directory, broker.broker_id) / "logs" / "state-change.log"
+            ),
         }
         if state.ssh and broker.ssh_port:
             entry["ssh_port"] = broker.ssh_port

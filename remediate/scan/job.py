@@ -11,11 +11,15 @@ whose disk was inspected:
     ZooKeeper has no id, or the ids agree    OK
     ids differ, broker in the ISR            TOPIC_ID_MISMATCH
     ids differ, broker not in the ISR        TOPIC_ID_MISMATCH_OUT_OF_ISR
+
+and, per partition, LEADER_FENCED_BY_STALE_ID when ZooKeeper's leader holds another id than
+ZooKeeper and has not taken ZooKeeper's current leader epoch (`STALE_LEADER_RULE`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -50,6 +54,7 @@ SCHEMAS: dict[str, StructType] = {
         ("is_controller", B),
         ("reachable", B),
         ("error", S),
+        ("state_change_log", S),
     ),
     "topics": _schema(
         ("cluster", S),
@@ -59,9 +64,15 @@ SCHEMAS: dict[str, StructType] = {
         ("data_version", N),
         ("partition_count", N),
         ("min_isr", N),
+        ("topic_mzxid", L),
     ),
     "assignments": _schema(
-        ("cluster", S), ("topic", S), ("partition", N), ("broker", N), ("position", N)
+        ("cluster", S),
+        ("topic", S),
+        ("partition", N),
+        ("broker", N),
+        ("position", N),
+        ("topic_mzxid", L),
     ),
     "states": _schema(
         ("cluster", S),
@@ -72,6 +83,7 @@ SCHEMAS: dict[str, StructType] = {
         ("isr", ArrayType(N)),
         ("zk_version", N),
         ("controller_epoch", N),
+        ("mzxid", L),
     ),
     "topic_configs": _schema(("cluster", S), ("topic", S), ("key", S), ("value", S)),
     "log_dirs": _schema(("cluster", S), ("broker", N), ("log_dir", S), ("state", S)),
@@ -90,13 +102,92 @@ SCHEMAS: dict[str, StructType] = {
         ("metadata_problem", S),
         ("epoch_latest", N),
     ),
+    "rejections": _schema(
+        ("cluster", S),
+        ("broker", N),
+        ("topic", S),
+        ("partition", N),
+        ("memory_topic_id", S),
+        ("request_topic_id", S),
+        ("logged_at", S),
+        ("wording", S),
+    ),
 }
+# Snapshots written before these tables existed are read as if they were empty.
+OPTIONAL_TABLES = frozenset({"rejections"})
 
 
-FINDING_COLUMNS = (
+BASE_COLUMNS = (
     "cluster, kind, broker, topic, partition, file_topic_id, zk_topic_id, in_isr,"
     " log_dir, dir, detail"
 )
+FINDING_COLUMNS = f"{BASE_COLUMNS}, evidence"
+NO_EVIDENCE = f"{BASE_COLUMNS}, CAST(NULL AS STRING) AS evidence"
+
+STALE_LEADER_RULE = f"""
+-- {K.LEADER_FENCED_BY_STALE_ID}: ZooKeeper names a leader that is fenced by a stale topic id.
+-- Facts (reference/kafka-zk.md, "The 2.8 post-failover state"; Kafka 2.8.2, paths under
+-- core/src/main/scala/kafka/): a broker whose in-memory id differs from a LeaderAndIsr's logs
+-- the mismatch (cluster/Partition.scala:438-458) and skips that partition's state change
+-- (server/ReplicaManager.scala:1373-1374), so it keeps its old leader epoch; a broker that
+-- does become leader at an epoch writes it to its leader-epoch-checkpoint at once
+-- (cluster/Partition.scala:592 makeLeader -> log/Log.scala:1366-1370 ->
+-- server/epoch/LeaderEpochFileCache.scala:57-62, a new entry for any new epoch, then flush;
+-- 3.4.1: cluster/Partition.scala:631 for every new leader epoch); every controller change
+-- of leader or ISR bumps leader_epoch (api/LeaderAndIsr.scala:41). So ZooKeeper's
+-- leader_epoch above the leader's latest checkpoint epoch, with the leader's
+-- partition.metadata holding another id than ZooKeeper, means the leader rejected the
+-- current epoch: its AlterIsr is fenced, its high watermark frozen, acks=all produce times
+-- out, although ZooKeeper shows a leader and an ISR. A leader whose checkpoint has no entry
+-- (absent or empty file) is not judged: the rule needs that fact. The zxids and the logged
+-- rejections are evidence, not conditions.
+rejected AS (
+    SELECT cluster, broker, topic, partition, request_topic_id,
+           count(*) AS lines, max(logged_at) AS last_logged_at,
+           min(memory_topic_id) AS memory_topic_id
+    FROM rejections
+    GROUP BY cluster, broker, topic, partition, request_topic_id
+),
+stale_leaders AS (
+    SELECT s.cluster, '{K.LEADER_FENCED_BY_STALE_ID}' AS kind, s.leader AS broker, s.topic,
+           s.partition, d.file_topic_id, t.zk_topic_id,
+           coalesce(array_contains(s.isr, s.leader), false) AS in_isr, d.log_dir, d.dir,
+           concat('leader ', CAST(s.leader AS STRING), ' holds ', d.file_topic_id,
+                  ', not ZooKeeper''s ', t.zk_topic_id, '; ZooKeeper''s leader_epoch ',
+                  CAST(s.leader_epoch AS STRING), ' is above the leader''s latest epoch ',
+                  CAST(d.epoch_latest AS STRING),
+                  ': the leader rejected it and is fenced (acks=all produce times out)',
+                  CASE WHEN j.lines IS NOT NULL
+                       THEN concat('; ', CAST(j.lines AS STRING),
+                                   ' rejection line(s) in its state-change log')
+                       ELSE '' END) AS detail,
+           to_json(named_struct(
+               'leader_file_topic_id', d.file_topic_id,
+               'zk_topic_id', t.zk_topic_id,
+               'zk_leader_epoch', s.leader_epoch,
+               'leader_epoch_latest', d.epoch_latest,
+               'leader_broker_epoch', b.broker_epoch,
+               'topic_mzxid', t.topic_mzxid,
+               'state_mzxid', s.mzxid,
+               'restarted_since_topic_write', b.broker_epoch > t.topic_mzxid,
+               'state_changed_since_topic_write', s.mzxid > t.topic_mzxid,
+               'state_change_log', b.state_change_log,
+               'rejection_lines', coalesce(j.lines, 0),
+               'rejection_memory_topic_id', j.memory_topic_id,
+               'rejection_last_logged_at', j.last_logged_at
+           ), map('ignoreNullFields', 'false')) AS evidence
+    FROM states s
+    JOIN topics t ON t.cluster = s.cluster AND t.topic = s.topic AND t.zk_topic_id IS NOT NULL
+    JOIN brokers b ON b.cluster = s.cluster AND b.broker = s.leader AND b.reachable
+    JOIN dirs d
+        ON d.cluster = s.cluster AND d.broker = s.leader AND d.topic = s.topic
+       AND d.partition = s.partition AND d.copy = 1
+    LEFT JOIN rejected j
+        ON j.cluster = s.cluster AND j.broker = s.leader AND j.topic = s.topic
+       AND j.partition = s.partition AND j.request_topic_id = t.zk_topic_id
+    WHERE s.leader >= 0 AND d.metadata_state = 'ok' AND d.file_topic_id <> t.zk_topic_id
+      AND d.epoch_latest IS NOT NULL AND s.leader_epoch > d.epoch_latest
+),"""  # noqa: S608
 
 # The SQL is assembled from constants only (the kinds from FindingKind); no input reaches it.
 CLASSIFY_SQL = f"""
@@ -221,6 +312,7 @@ offline AS (
     FROM states s JOIN topics t ON t.cluster = s.cluster AND t.topic = s.topic
     WHERE s.leader < 0
 ),
+{STALE_LEADER_RULE}
 unreachable AS (
     SELECT cluster, '{K.BROKER_UNREACHABLE}' AS kind, broker, CAST(NULL AS STRING) AS topic,
            CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS file_topic_id,
@@ -228,11 +320,12 @@ unreachable AS (
            CAST(NULL AS STRING) AS log_dir, CAST(NULL AS STRING) AS dir, error AS detail
     FROM brokers WHERE NOT reachable
 )
-SELECT {FINDING_COLUMNS} FROM replica_findings
-UNION ALL SELECT {FINDING_COLUMNS} FROM orphans
-UNION ALL SELECT {FINDING_COLUMNS} FROM topic_findings
-UNION ALL SELECT {FINDING_COLUMNS} FROM offline
-UNION ALL SELECT {FINDING_COLUMNS} FROM unreachable
+SELECT {NO_EVIDENCE} FROM replica_findings
+UNION ALL SELECT {NO_EVIDENCE} FROM orphans
+UNION ALL SELECT {NO_EVIDENCE} FROM topic_findings
+UNION ALL SELECT {NO_EVIDENCE} FROM offline
+UNION ALL SELECT {FINDING_COLUMNS} FROM stale_leaders
+UNION ALL SELECT {NO_EVIDENCE} FROM unreachable
 """  # noqa: S608
 
 COUNTS_SQL = (
@@ -246,7 +339,12 @@ def load_tables(spark: SparkSession, snapshot_dirs: Sequence[str]) -> dict[str, 
     tables: dict[str, DataFrame] = {}
     for name in TABLES:
         paths = [f"{d.rstrip('/')}/{name}.jsonl" for d in snapshot_dirs]
-        frame = spark.read.schema(SCHEMAS[name]).option("mode", "FAILFAST").json(paths)
+        if name in OPTIONAL_TABLES:
+            paths = [p for p in paths if Path(p).exists()]
+        if not paths:
+            frame = spark.createDataFrame([], SCHEMAS[name])
+        else:
+            frame = spark.read.schema(SCHEMAS[name]).option("mode", "FAILFAST").json(paths)
         tables[name] = frame
         frame.createOrReplaceTempView(name)
     return tables

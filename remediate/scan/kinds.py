@@ -21,6 +21,9 @@ class FindingKind(StrEnum):
     ORPHAN_DIR = "ORPHAN_DIR"
     BROKER_UNREACHABLE = "BROKER_UNREACHABLE"
     PARTITION_OFFLINE = "PARTITION_OFFLINE"
+    # Per partition: ZooKeeper's leader holds a stale id and rejected ZooKeeper's current
+    # leader epoch, so it is fenced although ZooKeeper shows a leader and an ISR.
+    LEADER_FENCED_BY_STALE_ID = "LEADER_FENCED_BY_STALE_ID"
 
 
 SEVERITY: dict[FindingKind, str] = {
@@ -34,6 +37,7 @@ SEVERITY: dict[FindingKind, str] = {
     FindingKind.ORPHAN_DIR: "INFO",
     FindingKind.BROKER_UNREACHABLE: "UNKNOWN",
     FindingKind.PARTITION_OFFLINE: "CRITICAL",
+    FindingKind.LEADER_FENCED_BY_STALE_ID: "CRITICAL",
 }
 # The replica's file holds an id other than ZooKeeper's.
 MISMATCH_KINDS = frozenset(

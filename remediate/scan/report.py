@@ -4,6 +4,7 @@ exit code README.md promises ("Exit codes": 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNO
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,10 +31,15 @@ class Finding:
     log_dir: str | None = None
     dir: str | None = None
     detail: str | None = None
+    # The facts a finding rests on, by name (LEADER_FENCED_BY_STALE_ID); Spark's rows carry
+    # them as a JSON object in a string.
+    evidence: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Rows from Spark and tests carry the kind as a string; an unknown one is an error.
         object.__setattr__(self, "kind", FindingKind(self.kind))
+        if isinstance(self.evidence, str):
+            object.__setattr__(self, "evidence", json.loads(self.evidence))
 
     @property
     def severity(self) -> str:
@@ -53,6 +59,7 @@ class Finding:
             "log_dir": self.log_dir,
             "dir": self.dir,
             "detail": self.detail,
+            **({"evidence": dict(self.evidence)} if self.evidence is not None else {}),
         }
 
     def sort_key(self) -> tuple[Any, ...]:

@@ -816,7 +816,9 @@ def test_command_shape() -> None:
     command = inventory_command(dirs)
     words = shlex.split(command)
     assert words[:2] == ["sh", "-c"]
-    assert words[3:] == ["sh", *dirs]
+    assert words[3:] == ["sh", "", *dirs]  # no state-change log
+    with_log = shlex.split(inventory_command(dirs, state_change_log="/var/log/kafka/sc.log"))
+    assert with_log[3:] == ["sh", "/var/log/kafka/sc.log", *dirs]
     assert inventory_command(dirs, sudo=True) == f"sudo -n {command}"
     assert "x=4096 -v t=3 " in words[2]
     assert "x=100 -v t=7 " in inventory_command(dirs, max_content_bytes=100, epoch_tail_lines=7)
@@ -830,9 +832,14 @@ def test_command_shape() -> None:
         (["/a\0b"], {}, ValueError),
         (["/data"], {"max_content_bytes": 0}, ValueError),
         (["/data"], {"epoch_tail_lines": -1}, ValueError),
+        (["/data"], {"state_change_log": ""}, ValueError),
+        (["/data"], {"state_change_log": "/a\0b"}, ValueError),
+        (["/data"], {"state_change_tail_bytes": 0}, ValueError),
     ],
 )
-def test_command_rejects(args: object, kwargs: dict[str, int], error: type[Exception]) -> None:
+def test_command_rejects(
+    args: object, kwargs: dict[str, int | str], error: type[Exception]
+) -> None:
     with pytest.raises(error):
         inventory_command(args, **kwargs)  # type: ignore[arg-type]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from remediate.collect.snapshot import BrokerReport, ReplicaRow, read_rows, write_snapshot
@@ -39,3 +40,33 @@ def test_a_row_is_written_with_its_cluster_and_broker_first_and_read_back(tmp_pa
     assert json.dumps(ROW.to_json()) == json.dumps(
         {k: v for k, v in row.items() if k not in ("cluster", "broker")}
     )
+
+
+def test_zxids_and_rejections_reach_their_tables(tmp_path: Path) -> None:
+    state = cluster(brokers=[1, 2], topics={"orders": {0: [1, 2]}})
+    state = replace(
+        state,
+        topics={"orders": replace(state.topics["orders"], mzxid=40)},
+        partitions={("orders", 0): replace(state.partitions[("orders", 0)], mzxid=55)},
+    )
+    rejection = {
+        "topic": "orders",
+        "partition": 0,
+        "memory_topic_id": "AAAAAAAAAAAAAAAAAAAAAQ",
+        "request_topic_id": "AAAAAAAAAAAAAAAAAAAAAg",
+        "logged_at": "2026-11-23 20:40:01,123",
+        "wording": "2.8",
+    }
+    reports = [
+        BrokerReport(1, "h1", True, True, None, state_change_log="read", rejections=(rejection,)),
+        BrokerReport(2, "h2", True, True, None, state_change_log="missing"),
+    ]
+    directory = write_snapshot(tmp_path / "snap", cluster="c", state=state, brokers=reports)
+    assert [r["topic_mzxid"] for r in read_rows(directory, "topics")] == [40]
+    assert {r["topic_mzxid"] for r in read_rows(directory, "assignments")} == {40}
+    assert [r["mzxid"] for r in read_rows(directory, "states")] == [55]
+    brokers = list(read_rows(directory, "brokers"))
+    assert [(b["broker"], b["state_change_log"]) for b in brokers] == [(1, "read"), (2, "missing")]
+    assert list(read_rows(directory, "rejections")) == [{"cluster": "c", "broker": 1, **rejection}]
+    meta = json.loads((directory / "meta.json").read_text())
+    assert meta["counts"]["rejections"] == 1

@@ -72,6 +72,7 @@ FULL: dict[str, Any] = {
             "ssh_user": "ops",
             "sudo": True,
             "log_dirs": ["/data/a", "/data/b"],
+            "state_change_log": "/var/log/kafka/state-change.log",
         },
         {
             "id": 3,
@@ -231,6 +232,8 @@ def test_full_example_loads_from_file(tmp_path: Path, monkeypatch: pytest.Monkey
     assert config.broker(2).log_dirs == (PurePosixPath("/data/a"), PurePosixPath("/data/b"))
     assert config.broker(3).server_properties == PurePosixPath("/etc/kafka/server.properties")
     assert config.broker(3).log_dirs is None
+    assert config.broker(2).state_change_log == PurePosixPath("/var/log/kafka/state-change.log")
+    assert config.broker(1).state_change_log is None
     assert config.ssh is not None
     assert config.ssh.key_file == home / ".ssh" / "id_ed25519"
     assert config.ssh.known_hosts == home / ".ssh" / "known_hosts"
@@ -764,6 +767,13 @@ RULES = [
     rule("log-dir-root", "brokers[1].log_dirs[0]", "/", "other than '/'"),
     rule("log-dir-newline", "brokers[1].log_dirs[0]", "/a\nb", "without control characters"),
     rule("log-dir-not-string", "brokers[1].log_dirs[0]", 7, "an absolute path"),
+    rule("state-change-log-relative", "brokers[1].state_change_log", "sc.log", RELATIVE_ON_SSH),
+    rule(
+        "state-change-log-newline",
+        "brokers[1].state_change_log",
+        "/a\nb",
+        "without control characters",
+    ),
     rule(
         "log-dirs-and-server-properties",
         "brokers[0].server_properties",

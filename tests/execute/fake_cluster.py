@@ -72,6 +72,7 @@ class Znode:
     version: int
     czxid: int
     owner: int  # ephemeral owner's session, 0 for persistent
+    mzxid: int = 0  # the transaction that last wrote its data
 
 
 class FakeZooKeeper:
@@ -94,9 +95,9 @@ class FakeZooKeeper:
         self.zxid += 1
         node = self.nodes.get(path)
         if node is None:
-            self.nodes[path] = Znode(data, 0, self.zxid, owner)
+            self.nodes[path] = Znode(data, 0, self.zxid, owner, self.zxid)
         else:
-            node.data, node.version = data, node.version + 1
+            node.data, node.version, node.mzxid = data, node.version + 1, self.zxid
 
     def remove(self, path: str) -> None:
         self.nodes.pop(path, None)
@@ -126,7 +127,7 @@ class FakeZooKeeper:
     # -- the port -----------------------------------------------------------------------------
 
     def _stat(self, node: Znode) -> ZnodeStat:
-        return ZnodeStat(node.version, node.czxid, node.owner)
+        return ZnodeStat(node.version, node.czxid, node.owner, node.mzxid)
 
     def get(self, path: str, *, on_retry: OnRetry | None = None) -> tuple[bytes, ZnodeStat]:
         self._transient(on_retry)
@@ -164,7 +165,7 @@ class FakeZooKeeper:
             raise VersionConflictError(f"{path} is no longer at version {version}")
         self.writes.append(("set", path))
         self.zxid += 1
-        node.data, node.version = data, node.version + 1
+        node.data, node.version, node.mzxid = data, node.version + 1, self.zxid
         return self._stat(node)
 
     def delete(

@@ -31,6 +31,8 @@ class SnapshotBuilder:
         reachable: bool = True,
         registered: bool = True,
         error: str | None = None,
+        broker_epoch: int | None = None,
+        state_change_log: str | None = None,
     ) -> SnapshotBuilder:
         return self._row(
             "brokers",
@@ -38,13 +40,14 @@ class SnapshotBuilder:
             host=f"kafka{broker}",
             configured=True,
             registered=registered,
-            broker_epoch=100 + broker if registered else None,
+            broker_epoch=(broker_epoch or 100 + broker) if registered else None,
             rack=None,
             is_controller=broker == self.controller,
             reachable=reachable,
             error=error
             if error is not None
             else (None if reachable else "ssh: connection refused"),
+            state_change_log=state_change_log,
         )
 
     def topic(
@@ -55,6 +58,9 @@ class SnapshotBuilder:
         *,
         leaders: dict[int, int] | None = None,
         isr: dict[int, list[int]] | None = None,
+        leader_epochs: dict[int, int] | None = None,
+        topic_mzxid: int | None = None,
+        state_mzxid: int | None = None,
     ) -> SnapshotBuilder:
         self._row(
             "topics",
@@ -64,21 +70,28 @@ class SnapshotBuilder:
             data_version=3 if zk_topic_id else 1,
             partition_count=len(assignment),
             min_isr=None,
+            topic_mzxid=topic_mzxid,
         )
         for partition, replicas in assignment.items():
             for position, broker in enumerate(replicas):
                 self._row(
-                    "assignments", topic=name, partition=partition, broker=broker, position=position
+                    "assignments",
+                    topic=name,
+                    partition=partition,
+                    broker=broker,
+                    position=position,
+                    topic_mzxid=topic_mzxid,
                 )
             self._row(
                 "states",
                 topic=name,
                 partition=partition,
                 leader=(leaders or {}).get(partition, replicas[0]),
-                leader_epoch=0,
+                leader_epoch=(leader_epochs or {}).get(partition, 0),
                 isr=(isr or {}).get(partition, replicas),
                 zk_version=0,
                 controller_epoch=1,
+                mzxid=state_mzxid,
             )
         return self
 
@@ -94,6 +107,7 @@ class SnapshotBuilder:
         dir_name: str | None = None,
         kind: str = "live",
         name_problem: str | None = None,
+        epoch_latest: int | None = None,
     ) -> SnapshotBuilder:
         name = dir_name if dir_name is not None else f"{topic}-{partition}"
         return self._row(
@@ -111,7 +125,21 @@ class SnapshotBuilder:
             metadata_problem="partition.metadata: version: expected version 0, got 7"
             if state == "corrupt"
             else None,
-            epoch_latest=None,
+            epoch_latest=epoch_latest,
+        )
+
+    def rejection(
+        self, broker: int, topic: str, partition: int, memory: str, request: str, at: str
+    ) -> SnapshotBuilder:
+        return self._row(
+            "rejections",
+            broker=broker,
+            topic=topic,
+            partition=partition,
+            memory_topic_id=memory,
+            request_topic_id=request,
+            logged_at=at,
+            wording="2.8",
         )
 
     def write(self, directory: Path) -> Path:
