@@ -4,7 +4,7 @@ journaled and none is repeated on resume."""
 
 from __future__ import annotations
 
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from remediate.collect.run import inspect_broker
@@ -12,12 +12,11 @@ from remediate.errors import HaltedError
 from remediate.execute import steps
 from remediate.execute.backup import backup_files, delete_backed_up, verify_backup
 from remediate.execute.decisions import files_disagreeing, stale_holders
-from remediate.execute.probes import Probes
-from remediate.execute.recorder import Recorder
-from remediate.execute.services import RunLedger, Services
+from remediate.execute.services import RunLedger
+from remediate.execute.stepbase import StepRun
 from remediate.execute.steps import StepKey
 from remediate.gates import in_sync_blocker, pre_restart_blocker
-from remediate.plan import Plan, RestartStep
+from remediate.plan import RestartStep
 from remediate.playbook import Timeouts
 from remediate.state import TopicPartition
 
@@ -27,28 +26,24 @@ def parse_partition(name: str) -> TopicPartition:
     return topic, int(number)
 
 
-class Restart:
+class Restart(StepRun[RestartStep]):
     """Carries out one restart step of `plan`."""
 
-    def __init__(
-        self,
-        plan: Plan,
-        services: Services,
-        recorder: Recorder,
-        probes: Probes,
-        index: int,
-        step: RestartStep,
-    ) -> None:
-        self.plan = plan
-        self.services = services
-        self.recorder = recorder
-        self.probes = probes
-        self.ledger: RunLedger = recorder.ledger
-        self.index = index
-        self.step = step
-        self.broker = step.broker
-        self.gates: Timeouts = services.gates[plan.playbook]
-        self.targeted = {parse_partition(p) for p in step.partitions}
+    @property
+    def ledger(self) -> RunLedger:
+        return self.recorder.ledger
+
+    @property
+    def broker(self) -> int:
+        return self.step.broker
+
+    @property
+    def gates(self) -> Timeouts:
+        return self.services.gates[self.plan.playbook]
+
+    @cached_property
+    def targeted(self) -> set[TopicPartition]:
+        return {parse_partition(p) for p in self.step.partitions}
 
     def key(self, action: str) -> StepKey:
         return StepKey.for_broker(self.index, self.broker, action)

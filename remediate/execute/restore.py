@@ -18,39 +18,29 @@ from remediate.execute.decisions import (
     replica_hosts,
     unconfigured_hosts_blocker,
 )
-from remediate.execute.probes import Probes
-from remediate.execute.recorder import Recorder
-from remediate.execute.services import Services
+from remediate.execute.stepbase import StepRun
 from remediate.execute.steps import StepKey
 from remediate.formats.topic_id import parse_topic_id
 from remediate.formats.znodes import CONTROLLER, decode_topic, topic_path, with_topic_id
 from remediate.gates import missing_id_blocker, topic_in_sync_blocker
-from remediate.plan import Plan, RestoreStep
+from remediate.plan import RestoreStep
+from remediate.playbook import Timeouts
 from remediate.state import ClusterState
 
 ELECTION_TIMEOUT_S = 60.0
 
 
-class Restore:
+class Restore(StepRun[RestoreStep]):
     """Carries out one restore step of `plan`."""
 
-    def __init__(
-        self,
-        plan: Plan,
-        services: Services,
-        recorder: Recorder,
-        probes: Probes,
-        index: int,
-        step: RestoreStep,
-    ) -> None:
-        self.plan = plan
-        self.services = services
-        self.recorder = recorder
-        self.probes = probes
-        self.index = index
-        self.step = step
-        self.gates = services.gates.get(step.playbook) or services.gates[plan.playbook]
-        self.gate_key = StepKey.for_topic(None, step.topic, "agreement")
+    @property
+    def gates(self) -> Timeouts:
+        gates = self.services.gates
+        return gates.get(self.step.playbook) or gates[self.plan.playbook]
+
+    @property
+    def gate_key(self) -> StepKey:
+        return StepKey.for_topic(None, self.step.topic, "agreement")
 
     def key(self, action: str) -> StepKey:
         return StepKey.for_topic(self.index, self.step.topic, action)
