@@ -211,7 +211,11 @@ def topic_name(n: int) -> str:
 
 
 def epoch_checkpoint(rng: random.Random, leader_epoch: int) -> bytes:
-    epochs = sorted(rng.sample(range(leader_epoch + 1), min(leader_epoch + 1, rng.randint(1, 3))))
+    # Ends at the current epoch, as on a live Kafka replica (a leader writes its entry when it
+    # accepts the epoch): a last entry below ZooKeeper's epoch on a leader holding another id
+    # is a fenced leader (LEADER_FENCED_BY_STALE_ID), which this cluster does not plant.
+    earlier = rng.sample(range(leader_epoch), min(leader_epoch, rng.randint(0, 2)))
+    epochs = [*sorted(earlier), leader_epoch]
     entries = [EpochEntry(e, i * 1000 + rng.randrange(1000)) for i, e in enumerate(epochs)]
     return encode_leader_epoch_checkpoint(entries)
 
