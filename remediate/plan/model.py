@@ -26,6 +26,106 @@ class PlanOptions:
     include_topics: frozenset[str] = frozenset()
     min_isr_default: int = 1
     created_at: str | None = None
+    # Which repair to plan: "auto" (the least harm the model predicts), "keep-zk-id" or
+    # "restore-id" (plan/availability.py); with `restore_only`, only the restore phase of
+    # "restore-id" (ends the outage now, no restart; the roll is planned later).
+    candidate: str = "auto"
+    restore_only: bool = False
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the availability model (plan/availability.py) predicts for one step, partitions
+    by name ("topic-N"). "Unavailable": no leader that accepts acks=all writes (no leader,
+    a leader fenced by a stale topic id, or fewer in-sync replicas than min.insync.replicas).
+
+    - `during`: unavailable at some point while the step runs (its broker down, an election);
+    - `after`: still unavailable once the step has finished;
+    - `out_of_isr_after`: partitions of the step's broker that it cannot rejoin the ISR of
+      when it is back (their leader still holds a stale id), so the post-gate does not wait;
+    - `last_in_isr`: partitions whose only in-sync replica is the step's broker: its
+      controlled shutdown retries, then the partition is offline until the broker returns.
+    """
+
+    during: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    out_of_isr_after: tuple[str, ...] = ()
+    last_in_isr: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "during": list(self.during),
+            "after": list(self.after),
+            "out_of_isr_after": list(self.out_of_isr_after),
+            "last_in_isr": list(self.last_in_isr),
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any] | None) -> Prediction:
+        document = document or {}
+        return cls(
+            during=tuple(document.get("during", ())),
+            after=tuple(document.get("after", ())),
+            out_of_isr_after=tuple(document.get("out_of_isr_after", ())),
+            last_in_isr=tuple(document.get("last_in_isr", ())),
+        )
+
+    @property
+    def expected(self) -> frozenset[str]:
+        """Every partition this step is allowed to leave unavailable or out of the ISR."""
+        return frozenset(self.during) | frozenset(self.after) | frozenset(self.out_of_isr_after)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to repair the plan's topics, with the harm the model predicts for it.
+
+    `name` is "keep-zk-id" (delete the files that disagree with ZooKeeper, restart their
+    brokers) or "restore-id" (write the id the other replicas hold back into ZooKeeper,
+    re-elect the controller, then roll the brokers whose files hold ZooKeeper's current id).
+    `windows` maps every partition the candidate leaves unavailable at some phase to those
+    phases ("now", "step N", "after step N"); `newly_unavailable` are the ones available now.
+    """
+
+    name: str
+    chosen: bool
+    summary: str
+    targets: Mapping[str, str]
+    restarts: int
+    newly_unavailable: tuple[str, ...]
+    unavailable_phases: int
+    windows: Mapping[str, tuple[str, ...]]
+    converges: bool
+    blocked: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "chosen": self.chosen,
+            "summary": self.summary,
+            "targets": dict(sorted(self.targets.items())),
+            "restarts": self.restarts,
+            "newly_unavailable": list(self.newly_unavailable),
+            "unavailable_phases": self.unavailable_phases,
+            "windows": {p: list(w) for p, w in sorted(self.windows.items())},
+            "converges": self.converges,
+            "blocked": self.blocked,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Candidate:
+        return cls(
+            name=str(d["name"]),
+            chosen=bool(d["chosen"]),
+            summary=str(d["summary"]),
+            targets={str(k): str(v) for k, v in dict(d["targets"]).items()},
+            restarts=int(d["restarts"]),
+            newly_unavailable=tuple(d["newly_unavailable"]),
+            unavailable_phases=int(d["unavailable_phases"]),
+            windows={str(k): tuple(v) for k, v in dict(d["windows"]).items()},
+            converges=bool(d["converges"]),
+            blocked=None if d.get("blocked") is None else str(d["blocked"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -39,6 +139,9 @@ class RestartStep:
     actions: tuple[str, ...]
     impact: tuple[str, ...]
     is_controller: bool
+    # Why the step is in this position of the order, and what the model predicts for it.
+    order_reason: str = ""
+    predicted: Prediction = field(default_factory=Prediction)
 
     kind = "restart"
 
@@ -52,6 +155,8 @@ class RestartStep:
             "actions": list(self.actions),
             "impact": list(self.impact),
             "is_controller": self.is_controller,
+            "order_reason": self.order_reason,
+            "predicted": self.predicted.to_json(),
         }
 
 
@@ -70,6 +175,10 @@ class RestoreStep:
     actions: tuple[str, ...]
     impact: tuple[str, ...]
     playbook: str
+    # Replicas ("topic-N on broker B") whose files hold another id, left for the restart steps
+    # that follow (candidate "restore-id"); the executor's agreement check allows exactly these.
+    rolled_later: tuple[str, ...] = ()
+    predicted: Prediction = field(default_factory=Prediction)
 
     kind = "restore"
     broker = None
@@ -91,6 +200,8 @@ class RestoreStep:
             "actions": list(self.actions),
             "impact": list(self.impact),
             "playbook": self.playbook,
+            "rolled_later": list(self.rolled_later),
+            "predicted": self.predicted.to_json(),
         }
 
 
@@ -114,11 +225,21 @@ class Plan:
     notes: tuple[str, ...] = ()
     # The gate parameters of every playbook the plan uses: approved with it, run with it.
     gates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The repairs weighed (plan/availability.py) and the partitions the chosen one makes
+    # unavailable that are available now, with their phases: what the approval accepts.
+    candidates: tuple[Candidate, ...] = ()
+    newly_unavailable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    unavailable_now: tuple[str, ...] = ()
     digest: str = field(default="", compare=False)
 
     @property
     def refused(self) -> bool:
         return bool(self.refusals) and not self.allow_unsafe
+
+    @property
+    def needs_acceptance(self) -> bool:
+        """The plan makes partitions unavailable that are available now."""
+        return bool(self.newly_unavailable)
 
     @property
     def restarts(self) -> tuple[RestartStep, ...]:
@@ -146,6 +267,9 @@ class Plan:
             "estimate_s": self.estimate_s,
             "notes": list(self.notes),
             "gates": {name: dict(values) for name, values in sorted(self.gates.items())},
+            "candidates": [c.to_json() for c in self.candidates],
+            "newly_unavailable": {p: list(w) for p, w in sorted(self.newly_unavailable.items())},
+            "unavailable_now": list(self.unavailable_now),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -186,6 +310,8 @@ def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
             actions=tuple(s["actions"]),
             impact=tuple(s["impact"]),
             playbook=str(s["playbook"]),
+            rolled_later=tuple(s.get("rolled_later", ())),
+            predicted=Prediction.from_json(s.get("predicted")),
         )
     return RestartStep(
         broker=int(s["broker"]),
@@ -195,6 +321,8 @@ def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
         actions=tuple(s["actions"]),
         impact=tuple(s["impact"]),
         is_controller=bool(s["is_controller"]),
+        order_reason=str(s.get("order_reason", "")),
+        predicted=Prediction.from_json(s.get("predicted")),
     )
 
 
@@ -215,5 +343,10 @@ def plan_from_json(document: Mapping[str, Any]) -> Plan:
         created_at=document.get("created_at"),
         notes=tuple(document.get("notes", ())),
         gates=dict(document.get("gates", {})),
+        candidates=tuple(Candidate.from_json(c) for c in document.get("candidates", ())),
+        newly_unavailable={
+            str(p): tuple(w) for p, w in dict(document.get("newly_unavailable", {})).items()
+        },
+        unavailable_now=tuple(document.get("unavailable_now", ())),
     )
     return with_digest(plan)
