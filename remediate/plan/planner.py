@@ -1,20 +1,39 @@
 """The planner: findings + cluster state + playbook -> an ordered, reviewable plan. Pure.
 
-Restores first (restore.py: no restart where every replica agrees on an id), then restarts
-(restart.py: out of the ISR first, the active controller last). A plan whose steps could not
-be gated safely is refused, with the reasons, unless the operator overrides. The fingerprint
-records the state the plan was made from (cluster id, registered brokers, topic znode
-versions, the ids in the files it relies on), which apply compares with a fresh read before
-it changes anything.
+Restores first (restore.py), then restarts (restart.py), the active controller last. Where a
+topic's replicas hold two ids, two repairs are weighed (candidates.py): keep ZooKeeper's id and
+restart the other replicas, or restore the other id and roll the replicas holding ZooKeeper's.
+The availability model (availability.py) predicts each one's harm phase by phase; the least
+harmful is planned (or the operator's choice), the order of its restarts is the one the model
+predicts least harm for (order.py), and every step carries its prediction. A plan whose steps
+could not be gated safely is refused, with the reasons, unless the operator overrides.
+
+The fingerprint records the state the plan was made from (cluster id, registered brokers,
+topic znode versions, the ids in the files it relies on), which apply compares with a fresh
+read before it changes anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from remediate.formats.logdir import PARTITION_METADATA
+from remediate.gates import partition_name
+from remediate.plan.availability import Action, Restore, Timeline, build_model, harm
+from remediate.plan.candidates import KEEP, RESTORE, Split, split
 from remediate.plan.fingerprint import FileKey, Fingerprint
-from remediate.plan.model import AnyStep, Plan, PlanOptions, RestartStep, RestoreStep, with_digest
+from remediate.plan.model import (
+    AnyStep,
+    Candidate,
+    Plan,
+    PlanOptions,
+    Prediction,
+    RestartStep,
+    RestoreStep,
+    with_digest,
+)
+from remediate.plan.order import order_restarts
 from remediate.plan.restart import (
     is_eligible,
     replica_files,
@@ -33,7 +52,7 @@ from remediate.plan.restore import (
 from remediate.playbook import Playbook
 from remediate.scan.kinds import MISMATCH_KINDS, FindingKind
 from remediate.scan.report import Finding
-from remediate.state import ClusterState
+from remediate.state import ClusterState, TopicPartition
 
 DEFAULT_OPTIONS = PlanOptions()
 
@@ -81,6 +100,97 @@ def _fingerprint(
     )
 
 
+@dataclass(frozen=True)
+class _Built:
+    """One candidate's steps and what the model predicts for them."""
+
+    name: str
+    restores: tuple[RestoreStep, ...]
+    restarts: tuple[RestartStep, ...]
+    affected: tuple[Finding, ...]
+    skipped: tuple[tuple[int, str], ...]
+    timeline: Timeline
+    summary: str
+    blocked: str | None = None
+
+    @property
+    def steps(self) -> tuple[AnyStep, ...]:
+        return (*self.restores, *self.restarts)
+
+
+def _cleared(step: RestartStep) -> frozenset[TopicPartition]:
+    """The partitions whose partition.metadata the step deletes."""
+    suffix = f"/{PARTITION_METADATA}"
+    names = {path.rsplit("/", 2)[-2] for path in step.files if path.endswith(suffix)}
+    found = set()
+    for name in names:
+        topic, _, number = name.rpartition("-")
+        if number.isdigit():
+            found.add((topic, int(number)))
+    return frozenset(found)
+
+
+def _prediction(phase_index: int, timeline: Timeline) -> Prediction:
+    if phase_index >= len(timeline.phases):
+        return Prediction()
+    phase = timeline.phases[phase_index]
+
+    def names(tps: Iterable[TopicPartition]) -> tuple[str, ...]:
+        return tuple(partition_name(tp) for tp in sorted(tps))
+
+    return Prediction(
+        during=names(phase.during),
+        after=names(phase.after),
+        out_of_isr_after=names(phase.out_of_isr_after),
+        last_in_isr=names(phase.last_in_isr),
+    )
+
+
+def _rolled_findings(splits: Sequence[Split], findings: Sequence[Finding]) -> list[Finding]:
+    rolled = {(s.topic, p, b) for s in splits for p, b in s.rolled}
+    return [
+        f
+        for f in findings
+        if f.kind == FindingKind.OK and (f.topic, f.partition, f.broker) in rolled
+    ]
+
+
+def _roll_reason(step: RestartStep, splits: Sequence[Split]) -> str:
+    mine = [partition_name((s.topic, p)) for s in splits for p, b in s.rolled if b == step.broker]
+    if not mine:
+        return step.reason
+    ids = "; ".join(f"{s.topic}: {s.zk_id} until the restore writes {s.other_id}" for s in splits)
+    return (
+        f"{len(mine)} replica(s) hold the id ZooKeeper held before the restore"
+        f" ({', '.join(mine[:6])}{', ...' if len(mine) > 6 else ''}) [{ids}]"
+    )
+
+
+def _restore_with_roll(s: Split, state: ClusterState, restore: Playbook) -> RestoreStep:
+    topic = state.topics[s.topic]
+    return RestoreStep(
+        topic=s.topic,
+        topic_id=s.other_id,
+        zk_topic_id=s.zk_id,
+        znode_version=topic.znode_version,
+        reelect=True,
+        reason=(
+            f"{s.holders} replica(s) hold {s.other_id}, {len(s.rolled)} hold ZooKeeper's"
+            f" {s.zk_id}: write {s.other_id} back and re-elect the controller, which heals at"
+            f" once every partition whose replicas all hold it; the {len(s.rolled)} others are"
+            " rolled by the restart steps that follow"
+        ),
+        partitions=tuple(partition_name((s.topic, p)) for p in sorted(topic.assignment.partitions)),
+        actions=tuple(str(step) for step in restore.steps),
+        impact=(
+            "one controller election: every broker receives LeaderAndIsr again;"
+            f" the replicas holding {s.zk_id} reject it until their broker is rolled",
+        ),
+        playbook=restore.name,
+        rolled_later=s.rolled_names,
+    )
+
+
 def make_plan(
     *,
     cluster: str,
@@ -95,11 +205,12 @@ def make_plan(
 
     With a `restore` playbook (or when `playbook` is one), topics whose replicas all agree on
     an id ZooKeeper does not hold get a restore step, first; their replicas get no restart.
+    Where a restart playbook and a restore playbook are both given, both candidates are
+    built and weighed.
     """
     restarting = not is_restore_playbook(playbook)
     if not restarting:
         restore = playbook
-    restart_kinds = frozenset(playbook.applies_to) if restarting else frozenset()
     missing = {f.topic for f in findings if f.kind == FindingKind.ZK_TOPIC_ID_MISSING and f.topic}
     mismatched = {f.topic for f in findings if f.kind in MISMATCH_KINDS and f.topic}
     found = agreements(missing | mismatched, state, findings)
@@ -107,20 +218,239 @@ def make_plan(
     why_not: dict[str, str] = {}
     if restore is not None:
         restores, why_not = restore_steps(state, found, restore, options)
-    restored = {s.topic for s in restores}
-    # A lost id no replica claims is harmless: whatever a new controller mints, all take it.
     unclaimed = {t for t in missing if found[t].unclaimed}
-    eligible = [f for f in findings if is_eligible(f, playbook, options)]
-    affected = [f for f in eligible if f.kind in restart_kinds and f.topic not in restored]
-    by_broker: dict[int, list[Finding]] = {}
-    for f in affected:
-        if f.broker is not None:
-            by_broker.setdefault(f.broker, []).append(f)
     brokers = sorted(
         set(known_brokers)
         | set(state.brokers)
         | {f.broker for f in findings if f.broker is not None}
     )
+    model = build_model(state, findings, min_isr_default=options.min_isr_default)
+
+    def build(name: str, chosen_restores: Sequence[RestoreStep], splits: Sequence[Split]) -> _Built:
+        restored = {s.topic for s in chosen_restores}
+        restarts, affected, skipped = _restart_steps(
+            state,
+            findings,
+            playbook,
+            options,
+            brokers,
+            restored,
+            restarting,
+            _rolled_findings(splits, findings),
+        )
+        if name == RESTORE and options.restore_only:
+            skipped += [(s.broker, "restore phase only (--restore-only)") for s in restarts]
+            restarts = []
+        before: list[Action] = [Restore(s.topic, s.topic_id) for s in chosen_restores]
+        cleared = {step.broker: _cleared(step) for step in restarts}
+        order = order_restarts(model, [s.broker for s in restarts], cleared, before=before)
+        by_broker = {s.broker: s for s in restarts}
+        ordered = tuple(
+            replace(
+                by_broker[b],
+                reason=_roll_reason(by_broker[b], splits),
+                order_reason=order.reasons[b],
+                predicted=_prediction(len(before) + i, order.timeline),
+            )
+            for i, b in enumerate(order.brokers)
+        )
+        with_predictions = tuple(
+            replace(s, predicted=_prediction(i, order.timeline))
+            for i, s in enumerate(chosen_restores)
+        )
+        return _Built(
+            name=name,
+            restores=with_predictions,
+            restarts=ordered,
+            affected=tuple(affected),
+            skipped=tuple(skipped),
+            timeline=order.timeline,
+            summary=_summary(name, with_predictions, ordered, splits),
+        )
+
+    # Restores that are not a choice: ids ZooKeeper lost.
+    forced = [s for s in restores if s.topic in missing]
+    agreed = [s for s in restores if s.topic not in missing]
+    built: dict[str, _Built] = {}
+    if restarting:
+        built[KEEP] = build(KEEP, forced, ())
+    blocked: list[str] = []
+    if restore is not None:
+        splits, blocked = _splits(
+            state, findings, mismatched - {s.topic for s in agreed}, restore, options
+        )
+        rolls = [_restore_with_roll(s, state, restore) for s in splits]
+        chosen = sorted([*forced, *agreed, *rolls], key=lambda s: (s.reelect, s.topic))
+        if not restarting or chosen != forced:
+            built[RESTORE] = build(RESTORE, chosen, splits)
+    name = _choose(built, options)
+    plan_of = built[name]
+    candidates = _candidates(built, name, blocked, state)
+    steps: list[AnyStep] = list(plan_of.steps)
+    restarts = list(plan_of.restarts)
+    chosen_restores = list(plan_of.restores)
+    timeline = plan_of.timeline
+    estimate = len(restarts) * (
+        playbook.gates.expected_restart_s + playbook.gates.stability_window_s
+    ) + len(chosen_restores) * (restore.gates.stability_window_s + 5 if restore else 0)
+    refusals = restart_refusals(state, findings, restarts, timeline, options)
+    refusals += restore_refusals(state, chosen_restores, restarts, missing - unclaimed, why_not)
+    notes = restore_notes(why_not, mismatched - {s.topic for s in chosen_restores})
+    notes += _model_notes(timeline, options, restarting=bool(restarts))
+    return with_digest(
+        Plan(
+            cluster=cluster,
+            cluster_id=state.cluster_id,
+            playbook=playbook.name,
+            playbook_version=playbook.version,
+            controller=state.controller_id,
+            fingerprint=_fingerprint(state, list(plan_of.affected), steps, playbook, findings),
+            steps=tuple(steps),
+            skipped=tuple(sorted(plan_of.skipped)),
+            refusals=tuple(refusals),
+            allow_unsafe=options.allow_unsafe,
+            estimate_s=estimate,
+            created_at=options.created_at,
+            notes=tuple(notes),
+            gates={
+                p.name: p.gates.model_dump(mode="json")
+                for p in (playbook, restore)
+                if p is not None
+            },
+            candidates=candidates if len(candidates) > 1 else (),
+            newly_unavailable=timeline.newly_unavailable() if steps else {},
+            unavailable_now=tuple(partition_name(tp) for tp in sorted(timeline.unavailable_now))
+            if steps
+            else (),
+        )
+    )
+
+
+def _model_notes(timeline: Timeline, options: PlanOptions, *, restarting: bool) -> list[str]:
+    notes = []
+    if restarting and not timeline.converged and not options.restore_only:
+        notes.append(
+            "the model does not predict convergence after the last step for "
+            + ", ".join(partition_name(tp) for tp in timeline.unconverged[:6])
+            + (" and more" if len(timeline.unconverged) > 6 else "")
+            + "; plan again after this run"
+        )
+    if options.restore_only:
+        notes.append(
+            "restore phase only: the replicas listed under each restore still hold the id"
+            " ZooKeeper held; plan again to roll them (until then a restart of their brokers"
+            " takes their partitions offline)"
+        )
+    return notes
+
+
+def _splits(
+    state: ClusterState,
+    findings: Sequence[Finding],
+    topics: Iterable[str],
+    restore: Playbook,
+    options: PlanOptions,
+) -> tuple[list[Split], list[str]]:
+    """The topics "restore-id" restores with a roll, and why the others cannot be."""
+    splits: list[Split] = []
+    blocked: list[str] = []
+    for topic in sorted(topics):
+        if topic in restore.exclude_topics and topic not in options.include_topics:
+            continue
+        result = split(topic, state, findings)
+        if isinstance(result, Split):
+            splits.append(result)
+        else:
+            blocked.append(result)
+    return splits, blocked
+
+
+def _candidates(
+    built: Mapping[str, _Built], name: str, blocked: Sequence[str], state: ClusterState
+) -> tuple[Candidate, ...]:
+    return tuple(
+        Candidate(
+            name=b.name,
+            chosen=b.name == name,
+            summary=b.summary,
+            targets=_targets(b, state),
+            restarts=len(b.restarts),
+            newly_unavailable=tuple(b.timeline.newly_unavailable()),
+            unavailable_phases=b.timeline.unavailable_phases,
+            windows=b.timeline.windows(),
+            converges=b.timeline.converged,
+            blocked="; ".join(blocked) if b.name == RESTORE and blocked else None,
+        )
+        for b in built.values()
+    )
+
+
+def _choose(built: Mapping[str, _Built], options: PlanOptions) -> str:
+    """The operator's candidate, else the least harm the model predicts."""
+    if options.restore_only:
+        if RESTORE not in built:
+            raise ValueError("--restore-only: no topic here can be repaired by a restore")
+        return RESTORE
+    if options.candidate != "auto" and options.candidate in built:
+        return options.candidate
+    if options.candidate != "auto":
+        raise ValueError(
+            f"candidate {options.candidate!r} is not possible here (possible: {sorted(built)})"
+        )
+    return min(
+        built.values(), key=lambda b: (harm(b.timeline, len(b.restarts)), b.name != KEEP)
+    ).name
+
+
+def _targets(built: _Built, state: ClusterState) -> dict[str, str]:
+    topics = {f.topic for f in built.affected if f.topic} | {s.topic for s in built.restores}
+    restored = {s.topic: s.topic_id for s in built.restores}
+    return {
+        t: restored.get(t) or state.topics[t].topic_id or "a new id"
+        for t in sorted(topics)
+        if t in state.topics
+    }
+
+
+def _summary(
+    name: str,
+    restores: Sequence[RestoreStep],
+    restarts: Sequence[RestartStep],
+    splits: Sequence[Split],
+) -> str:
+    if name == KEEP:
+        return (
+            f"keep ZooKeeper's id: back up and delete the files that hold another id and restart"
+            f" {len(restarts)} broker(s), the active controller last"
+        )
+    rolled = sum(len(s.rolled) for s in splits)
+    return (
+        f"restore the other id: {len(restores)} znode write(s) and controller re-election(s),"
+        " which heal at once every partition whose replicas all hold it, then roll"
+        f" {len(restarts)} broker(s) for the {rolled} replica(s) holding ZooKeeper's id"
+        " (the restore and the roll can be approved apart: --restore-only)"
+    )
+
+
+def _restart_steps(
+    state: ClusterState,
+    findings: Sequence[Finding],
+    playbook: Playbook,
+    options: PlanOptions,
+    brokers: Sequence[int],
+    restored: set[str],
+    restarting: bool,
+    rolled: Sequence[Finding],
+) -> tuple[list[RestartStep], list[Finding], list[tuple[int, str]]]:
+    """The restart steps (unordered), the findings they act on, the brokers left out."""
+    restart_kinds = frozenset(playbook.applies_to) if restarting else frozenset()
+    eligible = [f for f in findings if is_eligible(f, playbook, options)]
+    affected = [f for f in eligible if f.kind in restart_kinds and f.topic not in restored]
+    affected += [f for f in rolled if is_eligible(f, playbook, options)] if restarting else []
+    by_broker: dict[int, list[Finding]] = {}
+    for f in affected:
+        if f.broker is not None:
+            by_broker.setdefault(f.broker, []).append(f)
     targets = restart_targets(state, brokers, by_broker, playbook) if restarting else []
     skipped = [
         (b, skip_reason(b, findings, playbook, options, restored))
@@ -134,7 +464,7 @@ def make_plan(
             for b in targets[limit:]
         ]
         targets = targets[:limit]
-    restarts = [
+    steps = [
         restart_step(
             b,
             state,
@@ -145,31 +475,4 @@ def make_plan(
         )
         for b in targets
     ]
-    steps: list[AnyStep] = [*restores, *restarts]
-    estimate = len(restarts) * (
-        playbook.gates.expected_restart_s + playbook.gates.stability_window_s
-    ) + len(restores) * (restore.gates.stability_window_s + 5 if restore else 0)
-    refusals = restart_refusals(state, findings, restarts, options)
-    refusals += restore_refusals(state, restores, restarts, missing - unclaimed, why_not)
-    return with_digest(
-        Plan(
-            cluster=cluster,
-            cluster_id=state.cluster_id,
-            playbook=playbook.name,
-            playbook_version=playbook.version,
-            controller=state.controller_id,
-            fingerprint=_fingerprint(state, affected, steps, playbook, findings),
-            steps=tuple(steps),
-            skipped=tuple(sorted(skipped)),
-            refusals=tuple(refusals),
-            allow_unsafe=options.allow_unsafe,
-            estimate_s=estimate,
-            created_at=options.created_at,
-            notes=tuple(restore_notes(why_not, mismatched)),
-            gates={
-                p.name: p.gates.model_dump(mode="json")
-                for p in (playbook, restore)
-                if p is not None
-            },
-        )
-    )
+    return steps, affected, skipped

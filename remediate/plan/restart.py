@@ -1,11 +1,10 @@
 """Restart planning: which brokers to restart, in what order, with which files, and why the
 others are left out. Pure.
 
-Order: brokers whose mismatched replicas are already out of the ISR first (their repair
-restores redundancy before a healthy replica is touched), then the others, the active
-controller last. Every step and every broker left out carries its reason. The steps are
-walked in order on the ISR each should leave behind, and every gate that would block one is
-a refusal of the plan.
+The target brokers come out of here in a first order (out of the ISR first, the controller
+last); order.py then orders them by the availability model. Every step and every broker left
+out carries its reason. An ordinary breach of the restart-safety rule is a refusal of the plan;
+what a stale id costs is the plan's predicted impact (restart_refusals).
 """
 
 from __future__ import annotations
@@ -13,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from remediate.gates import (
-    StaleIdHolder,
     offline_blocker,
     partition_name,
-    refusal_blocker,
     registration_blocker,
     restart_blocker,
 )
+from remediate.plan.availability import Timeline
 from remediate.plan.fingerprint import replica_file
 from remediate.plan.model import PlanOptions, RestartStep
 from remediate.playbook import Playbook
@@ -193,8 +191,14 @@ def restart_refusals(
     state: ClusterState,
     findings: Sequence[Finding],
     steps: Sequence[RestartStep],
+    timeline: Timeline,
     options: PlanOptions,
 ) -> list[str]:
+    """Why the restarts could not be gated safely. Partitions with a replica holding a stale
+    id are the availability model's: what the id costs them is the plan's predicted impact,
+    which the approval accepts; only an ordinary breach of min.insync.replicas (a working
+    leader left with too few in-sync replicas) is refused there. Every other partition keeps
+    the rolling-restart rule on ZooKeeper's state."""
     refusals: list[str] = []
     for f in findings:
         if f.kind == FindingKind.BROKER_UNREACHABLE:
@@ -203,7 +207,8 @@ def restart_refusals(
             )
     if not steps:
         return refusals
-    blocker = offline_blocker(state)
+    stale = set(_stale_holders(findings))
+    blocker = offline_blocker(state, ignore=stale)
     if blocker:
         refusals.append(blocker)
     replicas_of_touched = {
@@ -212,27 +217,20 @@ def restart_refusals(
     blocker = registration_blocker(state, replicas_of_touched)
     if blocker:
         refusals.append(blocker)
-    # Walk the steps in order, on the ISR and stale-id holders each step should leave behind.
-    stale = _stale_holders(findings)
-    isr = {tp: set(p.isr) for tp, p in state.partitions.items()}
-    repairs = "delete" in {a.split()[0] for a in steps[0].actions}
+    restores = len(timeline.phases) - len(steps)
     for number, step in enumerate(steps, 1):
-        holders = StaleIdHolder({tp: frozenset(b) for tp, b in stale.items()})
         blocker = restart_blocker(
-            state, step.broker, min_isr_default=options.min_isr_default, isr_override=isr
-        ) or refusal_blocker(state, step.broker, holders)
+            state, step.broker, min_isr_default=options.min_isr_default, ignore=stale
+        )
+        phase = timeline.phases[restores + number - 1] if restores + number - 1 >= 0 else None
+        if blocker is None and phase is not None:
+            for tp, (isr, min_isr) in sorted(phase.below_min.items()):
+                if tp in stale:
+                    blocker = (
+                        f"{partition_name(tp)} has exactly min.insync.replicas={min_isr} in sync"
+                        f" (isr {list(isr)}); restarting broker {step.broker} would take it below"
+                    )
+                    break
         if blocker:
             refusals.append(f"step {number} (broker {step.broker}): {blocker}")
-        # Afterwards: a repaired replica holds ZooKeeper's id, and rejoins the ISR when its
-        # leader accepts it.
-        for tp in state.partitions_on(step.broker):
-            if repairs and partition_name(tp) in step.partitions:
-                stale.get(tp, set()).discard(step.broker)
-            partition = state.partitions.get(tp)
-            if (
-                partition is not None
-                and partition.leader >= 0
-                and partition.leader not in stale.get(tp, set())
-            ):
-                isr.setdefault(tp, set()).add(step.broker)
     return refusals

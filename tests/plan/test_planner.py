@@ -20,6 +20,8 @@ from remediate.plan import (
     make_plan,
     plan_from_json,
 )
+from remediate.plan.availability import Restart, build_model, harm, simulate
+from remediate.plan.planner import _cleared
 from remediate.playbook import Playbook, load_playbook
 from remediate.render import plan_markdown, plan_table
 from remediate.scan.report import Finding
@@ -84,9 +86,11 @@ def test_followers_of_a_leader_that_agrees_are_repaired_controller_last() -> Non
     assert plan.refusals == ()
 
 
-def test_after_reproduce_the_plan_orders_out_of_isr_first_and_refuses() -> None:
-    # The state `sandbox reproduce` leaves: every old replica holds the old id, broker 1 was
-    # restarted and is out of the ISR, its partitions are led by brokers that refuse changes.
+def test_after_reproduce_the_plan_is_the_repair_with_its_impact() -> None:
+    # Every old replica holds the old id, broker 1 was restarted and is out of the ISR; no
+    # leader has met an epoch bump yet (no fenced finding), so the partitions work now and the
+    # restarts of brokers 2 and 3 will fence them: the plan carries that out as its impact, to
+    # be accepted, instead of refusing the only repair there is.
     state = cluster(
         brokers=[1, 2, 3],
         topics=ORDERS,
@@ -96,16 +100,25 @@ def test_after_reproduce_the_plan_orders_out_of_isr_first_and_refuses() -> None:
     )
     kinds = {(b, "orders", p): "TOPIC_ID_MISMATCH" for b in (1, 2, 3) for p in (0, 1, 2)}
     plan = plan_for(state, findings_for(state, kinds))
+    # Broker 1's restart changes nothing for them while they still work: first; 2 and 3 (the
+    # controller, last) back to back.
     assert [s.broker for s in plan.steps] == [1, 2, 3]
     assert "out of the ISR" in plan.steps[0].reason
+    assert "less unavailability" in plan.restarts[0].order_reason
+    assert "active controller" in plan.restarts[2].order_reason
     assert plan.steps[0].files == tuple(files(1, "orders-0", "orders-1", "orders-2"))
-    assert plan.refused
-    assert any(
-        "its leader, broker 2, holds a topic id ZooKeeper no longer has" in r for r in plan.refusals
-    )
-    overridden = plan_for(state, findings_for(state, kinds), allow_unsafe=True)
-    assert not overridden.refused and overridden.refusals == plan.refusals
-    assert overridden.digest != plan.digest
+    assert not plan.refused and plan.refusals == ()
+    assert plan.needs_acceptance
+    # Broker 1, back with no file, takes ZooKeeper's id and joins the ISR of the old-id
+    # leaders (a 2.8 follower's fetch carries no id), so orders-0 (replicas 1, 2, 3) moves to
+    # broker 1 when broker 2 stops and stays available; orders-1 and orders-2 move to broker 3,
+    # which rejects the leadership until its own restart.
+    assert plan.newly_unavailable == {
+        "orders-1": ("step 2", "after step 2"),
+        "orders-2": ("step 2", "after step 2"),
+    }
+    assert plan.restarts[1].predicted.during == ("orders-1", "orders-2")
+    assert plan.restarts[2].predicted.after == ()
 
 
 @pytest.mark.parametrize(
@@ -318,7 +331,18 @@ def test_plan_properties(
         if f.kind == "TOPIC_ID_MISMATCH_OUT_OF_ISR" and f.topic not in playbook.exclude_topics
     }
     body = [b for b in order if b != state.controller_id]
-    assert body == sorted(body, key=lambda b: (b not in out_of_isr, b)), "out-of-ISR brokers first"
+    thumb = sorted(body, key=lambda b: (b not in out_of_isr, b))
+    controller = [b for b in order if b == state.controller_id]
+    model = build_model(state, findings, min_isr_default=1)
+    cleared = {s.broker: _cleared(s) for s in plan.restarts}
+
+    def predicted(brokers: list[int]) -> tuple[int, ...]:
+        restarts = [Restart(b, cleared[b]) for b in (*brokers, *controller)]
+        return harm(simulate(model, restarts), len(restarts))
+
+    if plan.restores == ():
+        assert predicted(body) <= predicted(thumb), "never worse than out-of-ISR first"
+    assert all(s.order_reason for s in plan.restarts), "every position has its reason"
     mismatched = {
         (f.broker, f"{f.topic}-{f.partition}") for f in findings if f.kind in playbook.applies_to
     }
@@ -412,8 +436,10 @@ def test_the_table_shows_every_step_in_order_with_its_files_and_impact() -> None
 
 
 def test_the_table_of_a_refused_plan_says_so_and_lists_every_refusal() -> None:
-    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=2)
-    kinds = {(b, "t", 0): "TOPIC_ID_MISMATCH_OUT_OF_ISR" for b in (1, 2, 3)}
+    state = cluster(
+        brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=2, isr={("t", 0): [1, 2]}
+    )
+    kinds = {(2, "t", 0): "TOPIC_ID_MISMATCH"}
     plan = plan_for(state, findings_for(state, kinds))
     assert plan.refused and plan.refusals
     text = render_table(plan)

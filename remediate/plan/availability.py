@@ -1,0 +1,395 @@
+"""What each broker holds in memory, step by step: the availability model. Pure.
+
+The planner asks it, for a sequence of actions (restart a broker with some partition.metadata
+files deleted; write an id back into a topic znode and re-elect the controller), which
+partitions have a working leader that accepts acks=all writes at every phase, and whether the
+cluster converges. The rules are Kafka's, as ../shared/reference/kafka-zk.md, "The 2.8
+post-failover state and the restart repair", sets them out with their source lines:
+
+- a broker whose in-memory id differs from the LeaderAndIsr's id rejects it and keeps its old
+  leader, epoch and ISR (ReplicaManager.scala:1366-1400);
+- every controller change of a partition's leader or ISR bumps its leader epoch
+  (LeaderAndIsr.scala:41), so a stale-id leader that rejects the bump is fenced: its AlterIsr
+  fails, its high watermark freezes, acks=all times out; a stale-id replica made leader never
+  takes the leadership;
+- a follower at a newer epoch than its leader cannot fetch from it (UNKNOWN_LEADER_EPOCH);
+- controlled shutdown moves leadership to the first live in-ISR replica in assignment order;
+  with none, the broker retries, then stops and the partition is offline until it returns and
+  is elected again;
+- a replica with no id yet (no partition.metadata, or the file just deleted) takes the id of
+  the next LeaderAndIsr; a restarted 2.8 broker accepts its first LeaderAndIsr whatever its
+  file says (Partition.scala:445-446), 3.4 does not;
+- a controller election sends every partition's state at its current epoch, with the id in
+  ZooKeeper: replicas holding that id (or none) accept, so a restored id heals at once every
+  partition whose replicas all hold it.
+
+What the scan knows of memory: a replica's file id is the id its broker loaded; a replica with
+no file holds none yet; a LEADER_FENCED_BY_STALE_ID finding says the partition's stale-id
+replicas rejected its current epoch; a stale-id replica out of the ISR rejected it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from remediate.gates import partition_name
+from remediate.scan.kinds import FindingKind
+from remediate.scan.report import Finding
+from remediate.state import ClusterState, TopicPartition
+
+# The id a replica holds when its partition.metadata cannot be read: never ZooKeeper's.
+UNREADABLE = "<unreadable>"
+
+
+@dataclass(frozen=True)
+class Restart:
+    """Stop `broker`, delete the partition.metadata of `cleared`, start it."""
+
+    broker: int
+    cleared: frozenset[TopicPartition] = frozenset()
+
+
+@dataclass(frozen=True)
+class Restore:
+    """Write `topic_id` into `topic`'s znode and have the controller re-elected."""
+
+    topic: str
+    topic_id: str
+
+
+Action = Restart | Restore
+
+
+@dataclass
+class _Partition:
+    """The working state of one partition inside a simulation (never leaves this module)."""
+
+    replicas: tuple[int, ...]
+    leader: int
+    isr: set[int]
+    epoch: int
+    zk_id: str | None
+    min_isr: int
+    memory: dict[int, str | None]
+    known: dict[int, int]
+    # Replicas that can catch up with a working leader: the ISR, the replicas whose only
+    # trouble is the id, and every replica the simulation restarts. One out of the ISR for a
+    # reason the model cannot see (lag, a bad disk) is not assumed to come back.
+    catchable: set[int] = field(default_factory=set)
+
+    def working(self, alive: Collection[int]) -> bool:
+        return (
+            self.leader >= 0
+            and self.leader in alive
+            and self.known.get(self.leader, -1) == self.epoch
+        )
+
+    def available(self, alive: Collection[int]) -> bool:
+        need = min(self.min_isr, len(self.replicas))
+        return self.working(alive) and len(self.isr & set(alive)) >= need
+
+    def converged(self, alive: Collection[int]) -> bool:
+        return (
+            self.working(alive)
+            and self.isr == set(self.replicas)
+            and all(self.memory.get(r) == self.zk_id for r in self.replicas)
+        )
+
+    def offer(self, replica: int) -> None:
+        """A LeaderAndIsr at the current epoch reaches `replica`: it accepts when it holds
+        ZooKeeper's id or none yet."""
+        held = self.memory.get(replica)
+        if held is None or held == self.zk_id:
+            self.memory[replica] = self.zk_id
+            self.known[replica] = self.epoch
+
+    def bump(self, leader: int, isr: set[int], alive: Collection[int]) -> None:
+        """A controller change of leader or ISR: a new epoch, offered to every live replica."""
+        self.epoch += 1
+        self.leader = leader
+        self.isr = isr
+        for replica in self.replicas:
+            if replica in alive:
+                self.offer(replica)
+
+    def settle(self, alive: Collection[int]) -> None:
+        """A working leader's ISR becomes every live replica at its epoch (they catch up, its
+        AlterIsr is accepted); a fenced leader's ISR stays frozen."""
+        if self.working(alive):
+            self.isr = {self.leader} | {
+                r
+                for r in self.replicas
+                if r in alive and r in self.catchable and self.known.get(r, -1) == self.epoch
+            }
+
+
+@dataclass(frozen=True)
+class Phase:
+    """The model's view after one action: partitions unavailable while it ran and after it,
+    those of its broker it could not rejoin, those it was the last in-sync replica of."""
+
+    during: frozenset[TopicPartition]
+    after: frozenset[TopicPartition]
+    out_of_isr_after: frozenset[TopicPartition] = frozenset()
+    last_in_isr: frozenset[TopicPartition] = frozenset()
+    # Available before the action, then with a working leader but fewer in-sync replicas than
+    # min.insync.replicas: the ordinary restart-safety breach (not the stale id's doing), with
+    # the ISR before the action and the partition's min.insync.replicas.
+    below_min: Mapping[TopicPartition, tuple[tuple[int, ...], int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The model's prediction for a sequence of actions."""
+
+    unavailable_now: frozenset[TopicPartition]
+    phases: tuple[Phase, ...]
+    converged: bool
+    unconverged: tuple[TopicPartition, ...] = ()
+
+    def windows(self) -> dict[str, tuple[str, ...]]:
+        """Per partition (by name), the phases it is unavailable in: "now", "step N",
+        "after step N" (N counts from 1)."""
+        found: dict[TopicPartition, list[str]] = {}
+        for tp in sorted(self.unavailable_now):
+            found.setdefault(tp, []).append("now")
+        for number, phase in enumerate(self.phases, 1):
+            for tp in sorted(phase.during):
+                found.setdefault(tp, []).append(f"step {number}")
+            for tp in sorted(phase.after):
+                found.setdefault(tp, []).append(f"after step {number}")
+        return {partition_name(tp): tuple(w) for tp, w in sorted(found.items())}
+
+    def newly_unavailable(self) -> dict[str, tuple[str, ...]]:
+        """The partitions available now that some phase leaves unavailable, with the phases."""
+        names = {partition_name(tp) for tp in self.unavailable_now}
+        return {p: w for p, w in self.windows().items() if p not in names}
+
+    @property
+    def unavailable_phases(self) -> int:
+        """How many (partition, phase) pairs from the first step on are unavailable."""
+        return sum(len(p.during) + len(p.after) for p in self.phases)
+
+
+@dataclass(frozen=True)
+class Model:
+    """The cluster as the scan saw it, as the simulation starts from it."""
+
+    partitions: Mapping[TopicPartition, _Partition]
+    alive: frozenset[int]
+    controller: int | None
+    # A restarted 2.8 broker accepts its first LeaderAndIsr whatever its file says; 3.4 not.
+    loophole: bool = True
+    topics: frozenset[str] = field(default_factory=frozenset)
+
+
+def _memory(
+    state: ClusterState, findings: Iterable[Finding]
+) -> tuple[dict[TopicPartition, dict[int, str | None]], set[TopicPartition]]:
+    """(per partition, the id each inspected replica holds in memory; fenced partitions)."""
+    memory: dict[TopicPartition, dict[int, str | None]] = {}
+    fenced: set[TopicPartition] = set()
+    for f in findings:
+        if f.topic is None or f.partition is None or f.broker is None:
+            continue
+        tp = (f.topic, f.partition)
+        if f.kind == FindingKind.LEADER_FENCED_BY_STALE_ID:
+            fenced.add(tp)
+        elif f.kind in (
+            FindingKind.OK,
+            FindingKind.TOPIC_ID_MISMATCH,
+            FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR,
+        ):
+            memory.setdefault(tp, {})[f.broker] = f.file_topic_id
+        elif f.kind == FindingKind.METADATA_MISSING:
+            memory.setdefault(tp, {})[f.broker] = None
+        elif f.kind == FindingKind.METADATA_CORRUPT:
+            memory.setdefault(tp, {})[f.broker] = UNREADABLE
+    return memory, fenced
+
+
+def build_model(
+    state: ClusterState,
+    findings: Sequence[Finding],
+    *,
+    min_isr_default: int,
+    topics: Collection[str] | None = None,
+    loophole: bool = True,
+) -> Model:
+    """The model of `topics` (default: every topic) from the scan's facts. A replica the scan
+    did not see (its broker not inspected) is taken to hold ZooKeeper's id."""
+    memory, fenced = _memory(state, findings)
+    chosen = set(state.topics) if topics is None else set(topics) & set(state.topics)
+    partitions: dict[TopicPartition, _Partition] = {}
+    for name in sorted(chosen):
+        topic = state.topics[name]
+        for number, replicas in sorted(topic.assignment.partitions.items()):
+            tp = (name, number)
+            zk = state.partitions.get(tp)
+            epoch = zk.leader_epoch if zk is not None else 0
+            isr = set(zk.isr) if zk is not None else set()
+            held = {r: memory.get(tp, {}).get(r, topic.topic_id) for r in replicas}
+            known = {}
+            for r in replicas:
+                stale = held[r] is not None and held[r] != topic.topic_id
+                # A stale replica rejected the current epoch if the leader is fenced or if
+                # it is out of the ISR; one still in a working ISR has not met a bump yet.
+                known[r] = epoch - 1 if stale and (tp in fenced or r not in isr) else epoch
+            partitions[tp] = _Partition(
+                replicas=tuple(replicas),
+                leader=zk.leader if zk is not None else -1,
+                isr=isr,
+                epoch=epoch,
+                zk_id=topic.topic_id,
+                min_isr=state.min_insync_replicas(name, min_isr_default),
+                memory=held,
+                known=known,
+                catchable=isr
+                | {r for r in replicas if held[r] is not None and held[r] != topic.topic_id},
+            )
+    return Model(
+        partitions=partitions,
+        alive=frozenset(state.brokers),
+        controller=state.controller_id,
+        loophole=loophole,
+        topics=frozenset(chosen),
+    )
+
+
+class _Run:
+    """One simulation: a private copy of the model's partitions, stepped through actions."""
+
+    def __init__(self, model: Model) -> None:
+        self.loophole = model.loophole
+        self.alive = set(model.alive)
+        self.controller = model.controller
+        self.parts = {
+            tp: _Partition(
+                replicas=p.replicas,
+                leader=p.leader,
+                isr=set(p.isr),
+                epoch=p.epoch,
+                zk_id=p.zk_id,
+                min_isr=p.min_isr,
+                memory=dict(p.memory),
+                known=dict(p.known),
+                catchable=set(p.catchable),
+            )
+            for tp, p in model.partitions.items()
+        }
+
+    def unavailable(self) -> frozenset[TopicPartition]:
+        return frozenset(tp for tp, p in self.parts.items() if not p.available(self.alive))
+
+    def on(self, broker: int) -> list[tuple[TopicPartition, _Partition]]:
+        return [(tp, p) for tp, p in sorted(self.parts.items()) if broker in p.replicas]
+
+    def elect_controller(self) -> None:
+        """A new controller sends every partition's state at its current epoch."""
+        self.controller = min(self.alive) if self.alive else None
+        for p in self.parts.values():
+            for replica in p.replicas:
+                if replica in self.alive:
+                    p.offer(replica)
+            p.settle(self.alive)
+
+    def stop(self, broker: int) -> frozenset[TopicPartition]:
+        """Controlled shutdown of `broker`; the partitions it was the last in-sync replica of."""
+        last = set()
+        for tp, p in self.on(broker):
+            if p.leader == broker:
+                successors = [
+                    r for r in p.replicas if r != broker and r in p.isr and r in self.alive
+                ]
+                if successors:
+                    p.bump(successors[0], p.isr - {broker}, self.alive - {broker})
+                else:
+                    last.add(tp)
+                    p.bump(-1, set(p.isr), self.alive - {broker})
+            elif broker in p.isr and p.leader >= 0:
+                p.bump(p.leader, p.isr - {broker}, self.alive - {broker})
+        self.alive.discard(broker)
+        if broker == self.controller:
+            self.elect_controller()
+        return frozenset(last)
+
+    def start(self, broker: int, cleared: Collection[TopicPartition]) -> None:
+        self.alive.add(broker)
+        for tp, p in self.on(broker):
+            p.catchable.add(broker)
+            if tp in cleared:
+                p.memory[broker] = None
+            held = p.memory.get(broker)
+            if held is None or held == p.zk_id:
+                p.offer(broker)
+            elif self.loophole:
+                # 2.8: the first LeaderAndIsr after a restart is accepted; the log then loads
+                # the file's id, and the next one is rejected.
+                p.known[broker] = p.epoch
+            if p.leader < 0 and broker in p.isr:
+                p.bump(broker, set(p.isr), self.alive)
+        if self.controller is None:
+            self.elect_controller()
+        for p in self.parts.values():
+            p.settle(self.alive)
+
+    def restore(self, topic: str, topic_id: str) -> None:
+        for (name, _), p in self.parts.items():
+            if name == topic:
+                p.zk_id = topic_id
+        self.elect_controller()
+
+    def out_of_isr(self, broker: int) -> frozenset[TopicPartition]:
+        return frozenset(
+            tp for tp, p in self.on(broker) if not p.working(self.alive) or broker not in p.isr
+        )
+
+
+def simulate(model: Model, actions: Sequence[Action]) -> Timeline:
+    """The prediction for carrying out `actions` in order, from the model's state."""
+    run = _Run(model)
+    now = run.unavailable()
+    phases = []
+    for action in actions:
+        before = run.unavailable()
+        if isinstance(action, Restart):
+            isr_before = {tp: tuple(sorted(p.isr)) for tp, p in run.parts.items()}
+            last = run.stop(action.broker)
+            during = run.unavailable()
+            below_min = {
+                tp: (isr_before[tp], p.min_isr)
+                for tp, p in run.parts.items()
+                if tp in during and tp not in before and p.working(run.alive)
+            }
+            run.start(action.broker, action.cleared)
+            phases.append(
+                Phase(
+                    during=during,
+                    after=run.unavailable(),
+                    out_of_isr_after=run.out_of_isr(action.broker),
+                    last_in_isr=last,
+                    below_min=below_min,
+                )
+            )
+        else:
+            run.restore(action.topic, action.topic_id)
+            phases.append(Phase(during=before, after=run.unavailable()))
+    unconverged = tuple(sorted(tp for tp, p in run.parts.items() if not p.converged(run.alive)))
+    return Timeline(
+        unavailable_now=now,
+        phases=tuple(phases),
+        converged=not unconverged,
+        unconverged=unconverged,
+    )
+
+
+def harm(timeline: Timeline, restarts: int) -> tuple[int, int, int, int]:
+    """How bad a prediction is, least first: partitions made unavailable that are available
+    now, not converging, (partition, phase) pairs unavailable, restarts."""
+    return (
+        len(timeline.newly_unavailable()),
+        0 if timeline.converged else 1,
+        timeline.unavailable_phases,
+        restarts,
+    )

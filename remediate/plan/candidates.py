@@ -1,0 +1,86 @@
+"""The repairs the planner weighs for topics whose replicas hold different ids. Pure.
+
+- "keep-zk-id": back up and delete the files of the replicas that hold another id than
+  ZooKeeper's, and restart their brokers.
+- "restore-id": write the other id back (CAS) and re-elect the controller, which heals at once,
+  with no restart, every partition whose replicas all hold that id in memory; then back up and
+  delete the files of the replicas that hold the id ZooKeeper held, and roll their brokers.
+
+This module finds, per topic, what "restore-id" would restore and roll; planner.py builds the
+steps of both and lets the availability model (availability.py) weigh them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from remediate.gates import partition_name
+from remediate.plan.restore import _replica_ids
+from remediate.scan.kinds import FindingKind
+from remediate.scan.report import Finding
+from remediate.state import ClusterState
+
+KEEP = "keep-zk-id"
+RESTORE = "restore-id"
+NAMES = (KEEP, RESTORE)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A topic whose replicas hold exactly two ids: ZooKeeper's and `other_id`."""
+
+    topic: str
+    other_id: str
+    zk_id: str
+    # (partition, broker) of the replicas holding ZooKeeper's id: rolled after the restore.
+    rolled: tuple[tuple[int, int], ...]
+    holders: int
+
+    @property
+    def rolled_names(self) -> tuple[str, ...]:
+        return tuple(f"{partition_name((self.topic, p))} on broker {b}" for p, b in self.rolled)
+
+
+def split(topic: str, state: ClusterState, findings: Sequence[Finding]) -> Split | str:
+    """What "restore-id" restores and rolls for `topic`, or why it cannot."""
+    if topic not in state.topics:
+        return f"topic {topic} is not in ZooKeeper"
+    zk_id = state.topics[topic].topic_id
+    if zk_id is None:
+        return f"{topic} has no id in ZooKeeper"
+    assigned = {
+        (p, b) for p, brokers in state.topics[topic].assignment.partitions.items() for b in brokers
+    }
+    hosts = {b for _, b in assigned}
+    unreachable = {
+        f.broker
+        for f in findings
+        if f.kind == FindingKind.BROKER_UNREACHABLE and f.broker is not None and f.broker in hosts
+    }
+    if unreachable:
+        return f"broker(s) {sorted(unreachable)} hosting {topic} could not be inspected"
+    ids, no_file, problems = _replica_ids(topic, assigned, findings)
+    if problems:
+        return f"{topic} has replicas whose partition.metadata cannot be read or is missing"
+    unseen = assigned - set(ids) - no_file
+    if unseen:
+        return f"{len(unseen)} replica(s) of {topic} were not seen by the scan"
+    held = {key: next(iter(found)) for key, found in ids.items() if len(found) == 1}
+    if len(held) != len(ids):
+        return f"a replica of {topic} has more than one partition.metadata"
+    others = sorted(set(held.values()) - {zk_id})
+    if len(others) != 1:
+        return (
+            f"{topic}: no other id to restore"
+            if not others
+            else f"{topic}: its replicas hold {len(others)} ids other than ZooKeeper's"
+        )
+    rolled = tuple(sorted(key for key, topic_id in held.items() if topic_id == zk_id))
+    return Split(
+        topic=topic,
+        other_id=others[0],
+        zk_id=zk_id,
+        rolled=rolled,
+        holders=sum(1 for topic_id in held.values() if topic_id == others[0]),
+    )
