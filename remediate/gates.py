@@ -329,14 +329,19 @@ def _names(names: Sequence[str]) -> str:
     return ", ".join(names[:10]) + more
 
 
-def converged_blocker(state: ClusterState, topics: Iterable[str]) -> str | None:
+def converged_blocker(
+    state: ClusterState, topics: Iterable[str], *, excused: Collection[TopicPartition] = ()
+) -> str | None:
     """Why the plan's `topics` have not converged in ZooKeeper: a partition without a leader
-    or with an assigned replica out of its ISR (every broker is back by now)."""
+    or with an assigned replica out of its ISR (every broker is back by now). `excused`: the
+    partitions a later phase of the repair converges (the plan says which)."""
     missing: list[TopicPartition] = []
     for topic in sorted(set(topics)):
         if topic not in state.topics:
             return f"topic {topic} is not in ZooKeeper"
         for number, replicas in sorted(state.topics[topic].assignment.partitions.items()):
+            if (topic, number) in excused:
+                continue
             partition = state.partitions.get((topic, number))
             if partition is None or partition.leader < 0 or not set(replicas) <= set(partition.isr):
                 missing.append((topic, number))
