@@ -52,6 +52,7 @@ class World:
     zk: FakeZooKeeper
     kafka: FakeKafka
     clock: FakeClock
+    with_properties: tuple[int, ...] = ()
 
     @property
     def journals(self) -> Path:
@@ -62,7 +63,9 @@ class World:
 
     def services(self, failpoint: Callable[[str], None]) -> Services:
         return Services(
-            config=cluster_config(self.root, self.kafka.brokers),
+            config=cluster_config(
+                self.root, self.kafka.brokers, with_properties=self.with_properties
+            ),
             zk=self.zk,
             transport_for=self.transport,
             clock=self.clock,
