@@ -13,6 +13,8 @@ from pathlib import Path
 from remediate.execute import steps
 from remediate.formats.logdir import encode_partition_metadata
 from remediate.plan import Plan, Prediction, RestartStep
+from remediate.report.markdown import report_markdown
+from remediate.report.model import build_report
 from tests.execute.fake_cluster import OLD_ID, Topic, server_properties
 from tests.execute.test_executor import PAYMENTS, World, plan_of, restart, world
 
@@ -126,14 +128,19 @@ def test_an_unpredicted_newly_offline_partition_halts_the_run_naming_it(tmp_path
 def test_a_partition_predicted_unavailable_after_the_step_may_be_offline(tmp_path: Path) -> None:
     w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))})
     w.kafka.boot()
-    outcome = w.run(
-        roll(3, Prediction(after=("payments-1",))), failpoint=lose_leader_of_payments_1(w)
-    )
+    plan = roll(3, Prediction(after=("payments-1",)))
+    outcome = w.run(plan, failpoint=lose_leader_of_payments_1(w))
     assert outcome.status == "completed", outcome.error
     (waited,) = [r for r in w.records("step-finished") if r["step"].endswith(steps.WAIT_IN_SYNC)]
     assert waited["result"]["unavailable_after"] == ["payments-1"]
     samples = w.records("sample")
     assert ["payments-1"] in [s["offline_partitions"] for s in samples]
+    # The run report shows the prediction against what the samples saw.
+    report = build_report(w.records(), plan.to_json())
+    (row,) = report.availability
+    assert (row.partition, row.predicted, row.unpredicted) == ("payments-1", ("after step 1",), ())
+    assert "after step 1" in row.observed
+    assert "| payments-1 | after step 1 |" in report_markdown(report)
 
 
 # -- the stop timeout --------------------------------------------------------------------------
