@@ -158,8 +158,8 @@ class Restart(StepRun[RestartStep]):
             blocker = self.pre_gate_blocker()
             if blocker:
                 raise HaltedError(f"broker {broker} was not stopped: {blocker}")
-            allowance = self.shutdown_allowance()
-            self._allowance = allowance
+            # Read while the broker still runs; the wait below uses it.
+            self._allowance = self.shutdown_allowance()
             self.probes.service(broker, "stop", done=partial(self.probes.is_down, broker))
         allowance = self._allowance or self.shutdown_allowance()
         timeout = self.gates.stop_timeout_s + (allowance.seconds if allowance else 0.0)
