@@ -153,14 +153,19 @@ def stopped_blocker(state: ClusterState, broker: int) -> str | None:
     return None
 
 
-def in_sync_blocker(state: ClusterState, broker: int) -> str | None:
-    """Why `broker` is not yet back: registered, and in the ISR of every partition it hosts."""
+def in_sync_blocker(
+    state: ClusterState, broker: int, *, excused: Collection[TopicPartition] = ()
+) -> str | None:
+    """Why `broker` is not yet back: registered, and in the ISR of every partition it hosts
+    except the `excused` ones (the plan predicts it cannot rejoin them yet: their leader still
+    holds a stale id, or they stay unavailable after the step)."""
     if broker not in state.brokers:
         return f"broker {broker} is not registered in ZooKeeper"
     missing = [
         tp
         for tp in state.partitions_on(broker)
         if tp in state.partitions
+        and tp not in excused
         and (state.partitions[tp].leader < 0 or broker not in state.partitions[tp].isr)
     ]
     if missing:
@@ -218,40 +223,192 @@ def pre_restart_blocker(
     stale: StaleIdHolder,
     min_isr_default: int,
     restored: Collection[str] = (),
+    accepted: Collection[TopicPartition] = (),
 ) -> str | None:
     """Everything that must hold before `broker` is stopped, first reason wins.
 
     `targeted` are the partitions this step repairs: a replica of the broker already out of
     their ISR is the degradation the repair removes, so it does not block.
+    `accepted` are the partitions the plan predicts this step leaves unavailable (or whose
+    last in-sync replica is `broker`): the approved degradation, so none of them blocks, and
+    the refusal rule ("would stall acks=all") does not apply to a partition already predicted
+    unavailable.
     """
     out_of_isr = {
         tp for tp in targeted if tp in state.partitions and broker not in state.partitions[tp].isr
     }
+    ignored = out_of_isr | set(accepted)
+    refusable = (
+        None if not accepted else [tp for tp in state.partitions_on(broker) if tp not in accepted]
+    )
     return (
         registration_blocker(state, expected)
-        or offline_blocker(state, ignore=out_of_isr)
-        or restart_blocker(state, broker, min_isr_default=min_isr_default, ignore=out_of_isr)
-        or refusal_blocker(state, broker, stale)
+        or offline_blocker(state, ignore=ignored)
+        or restart_blocker(state, broker, min_isr_default=min_isr_default, ignore=ignored)
+        or refusal_blocker(state, broker, stale, partitions=refusable)
         or (missing_id_blocker(state, restored=restored) if broker == state.controller_id else None)
     )
 
 
-def health_sample(state: ClusterState, min_isr_default: int) -> dict[str, object]:
-    """Counts the run keeps in its journal while it waits (for the report and the tests)."""
-    under = offline = below = 0
+@dataclass(frozen=True)
+class Degraded:
+    """The partitions of one read that have no leader, and those under their min ISR."""
+
+    offline: frozenset[TopicPartition]
+    below_min_isr: frozenset[TopicPartition]
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(partition_name(tp) for tp in self.offline | self.below_min_isr)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {
+            "offline_partitions": sorted(partition_name(tp) for tp in self.offline),
+            "below_min_isr_partitions": sorted(partition_name(tp) for tp in self.below_min_isr),
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, object]) -> Degraded:
+        def read(key: str) -> frozenset[TopicPartition]:
+            value = document.get(key)
+            names = value if isinstance(value, (list, tuple)) else ()
+            return frozenset(parse_partition_name(str(n)) for n in names)
+
+        return cls(read("offline_partitions"), read("below_min_isr_partitions"))
+
+
+def parse_partition_name(name: str) -> TopicPartition:
+    """ "orders-3" -> ("orders", 3)."""
+    topic, _, number = name.rpartition("-")
+    return topic, int(number)
+
+
+def degraded(state: ClusterState, min_isr_default: int) -> Degraded:
+    """Which partitions of `state` are offline (leader -1) and which are under their
+    effective min.insync.replicas (those with replication factor <= min ISR never count)."""
+    offline: set[TopicPartition] = set()
+    below: set[TopicPartition] = set()
     for (topic, number), partition in state.partitions.items():
         replicas = state.replicas(topic, number)
         if partition.leader < 0:
-            offline += 1
-        if len(partition.isr) < len(replicas):
-            under += 1
+            offline.add((topic, number))
         min_isr = state.min_insync_replicas(topic, min_isr_default)
         if len(replicas) > min_isr and len(partition.isr) < min_isr:
-            below += 1
+            below.add((topic, number))
+    return Degraded(frozenset(offline), frozenset(below))
+
+
+def newly_degraded_blocker(
+    before: Degraded, now: Degraded, *, allowed: Collection[str]
+) -> str | None:
+    """Why the step harmed more than the plan said: a partition offline or under min ISR now
+    that was not before the step, and that the plan does not name (`allowed`: the step's
+    prediction and the partitions unavailable before the run)."""
+    offline = sorted(
+        partition_name(tp)
+        for tp in now.offline - before.offline
+        if partition_name(tp) not in allowed
+    )
+    below = sorted(
+        partition_name(tp)
+        for tp in now.below_min_isr - before.below_min_isr - now.offline
+        if partition_name(tp) not in allowed
+    )
+    parts = []
+    if offline:
+        parts.append(f"newly offline: {_names(offline)}")
+    if below:
+        parts.append(f"newly under min.insync.replicas: {_names(below)}")
+    if parts:
+        return "; ".join(parts) + " (the plan did not predict them)"
+    return None
+
+
+def _names(names: Sequence[str]) -> str:
+    more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+    return ", ".join(names[:10]) + more
+
+
+def converged_blocker(
+    state: ClusterState, topics: Iterable[str], *, excused: Collection[TopicPartition] = ()
+) -> str | None:
+    """Why the plan's `topics` have not converged in ZooKeeper: a partition without a leader
+    or with an assigned replica out of its ISR (every broker is back by now). `excused`: the
+    partitions a later phase of the repair converges (the plan says which)."""
+    missing: list[TopicPartition] = []
+    for topic in sorted(set(topics)):
+        if topic not in state.topics:
+            return f"topic {topic} is not in ZooKeeper"
+        for number, replicas in sorted(state.topics[topic].assignment.partitions.items()):
+            if (topic, number) in excused:
+                continue
+            partition = state.partitions.get((topic, number))
+            if partition is None or partition.leader < 0 or not set(replicas) <= set(partition.isr):
+                missing.append((topic, number))
+    if missing:
+        return _partitions_without(missing, "a leader and their full ISR")
+    return None
+
+
+# Kafka's defaults: controlled.shutdown.max.retries, controlled.shutdown.retry.backoff.ms.
+SHUTDOWN_MAX_RETRIES = 3
+SHUTDOWN_RETRY_BACKOFF_MS = 5000
+
+
+@dataclass(frozen=True)
+class ShutdownAllowance:
+    """The extra time a controlled shutdown takes when no other ISR member can lead: Kafka
+    retries `max_retries` times, `backoff_ms` apart, then shuts down anyway."""
+
+    max_retries: int
+    backoff_ms: int
+    source: str  # where the values come from: "defaults" or the server.properties path
+
+    @property
+    def seconds(self) -> float:
+        return self.max_retries * self.backoff_ms / 1000.0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "max_retries": self.max_retries,
+            "retry_backoff_ms": self.backoff_ms,
+            "allowance_s": self.seconds,
+            "source": self.source,
+        }
+
+
+def shutdown_allowance(
+    properties: Mapping[str, str] | None, *, source: str = "defaults"
+) -> ShutdownAllowance:
+    """The controlled-shutdown retry allowance from a broker's server.properties (Kafka's
+    defaults for a key that is absent or not a non-negative integer)."""
+    props = properties or {}
+
+    def number(key: str, default: int) -> int:
+        value = props.get(key, "").strip()
+        return int(value) if value.isdigit() else default
+
+    return ShutdownAllowance(
+        number("controlled.shutdown.max.retries", SHUTDOWN_MAX_RETRIES),
+        number("controlled.shutdown.retry.backoff.ms", SHUTDOWN_RETRY_BACKOFF_MS),
+        source if properties is not None else "defaults",
+    )
+
+
+def health_sample(state: ClusterState, min_isr_default: int) -> dict[str, object]:
+    """Counts the run keeps in its journal while it waits (for the report and the tests),
+    with the names of the partitions offline and under min ISR."""
+    under = sum(
+        1
+        for (topic, number), partition in state.partitions.items()
+        if len(partition.isr) < len(state.replicas(topic, number))
+    )
+    found = degraded(state, min_isr_default)
     return {
         "under_replicated": under,
-        "offline": offline,
-        "below_min_isr": below,
+        "offline": len(found.offline),
+        "below_min_isr": len(found.below_min_isr),
         "controller": state.controller_id,
         "brokers": sorted(state.brokers),
+        **found.to_json(),
     }

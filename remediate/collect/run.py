@@ -93,14 +93,7 @@ def read_log_dirs(config: ClusterConfig, broker: BrokerConfig, transport: Transp
     if broker.log_dirs:
         return [str(d) for d in broker.log_dirs]
     path = str(broker.server_properties)
-    command = inventory_file_command(path, sudo=config.use_sudo(broker.id))
-    result = transport.run(command, timeout=60)
-    if not result.ok:
-        reason = result.stderr.strip() or f"exit {result.exit_code}"
-        raise TransportError(f"broker {broker.id}: cannot read {path}: {reason}")
-    props = load_properties(
-        bytes.fromhex(result.stdout.strip()), source=f"broker {broker.id}:{path}"
-    )
+    props = read_server_properties(config, broker, transport)
     # Kafka's own default when neither key is set.
     value = props.get("log.dirs") or props.get("log.dir") or "/tmp/kafka-logs"  # noqa: S108
     dirs = [d.strip() for d in value.split(",") if d.strip()]
@@ -109,6 +102,22 @@ def read_log_dirs(config: ClusterConfig, broker: BrokerConfig, transport: Transp
             f"broker {broker.id}:{path}: log.dirs: expected absolute paths, got {value!r}"
         )
     return dirs
+
+
+def read_server_properties(
+    config: ClusterConfig, broker: BrokerConfig, transport: Transport
+) -> dict[str, str]:
+    """The broker's server.properties, read through its transport (the broker's config must
+    name the file)."""
+    path = str(broker.server_properties)
+    command = inventory_file_command(path, sudo=config.use_sudo(broker.id))
+    result = transport.run(command, timeout=60)
+    if not result.ok:
+        reason = result.stderr.strip() or f"exit {result.exit_code}"
+        raise TransportError(f"broker {broker.id}: cannot read {path}: {reason}")
+    return load_properties(
+        bytes.fromhex(result.stdout.strip()), source=f"broker {broker.id}:{path}"
+    )
 
 
 def inventory_file_command(path: str, *, sudo: bool) -> str:

@@ -8,14 +8,16 @@ No I/O and no clock: the executor reads, calls these, and journals the reason th
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from remediate.collect.snapshot import ReplicaRow
 from remediate.errors import FormatError
+from remediate.execute import steps
 from remediate.execute.steps import StepKey
 from remediate.formats.logdir import parse_partition_dir
 from remediate.formats.znodes import topic_path
-from remediate.gates import StaleIdHolder, missing_id_blocker
-from remediate.plan import Fingerprint, RestartStep, RestoreStep
+from remediate.gates import StaleIdHolder, missing_id_blocker, parse_partition_name
+from remediate.plan import Fingerprint, Plan, RestartStep, RestoreStep
 from remediate.state import ClusterState, TopicPartition
 
 NO_FILE = "no partition.metadata yet"
@@ -172,3 +174,63 @@ def stale_holders(
         if (broker, tp) not in repaired:
             stale.setdefault(tp, set()).add(broker)
     return StaleIdHolder({tp: frozenset(b) for tp, b in stale.items()})
+
+
+@dataclass(frozen=True)
+class ConvergenceScope:
+    """What must have converged once a repair's last step is done: every partition of
+    `topics` but the `excused` ones, whose replicas a later phase rolls (a restore whose roll
+    is planned separately: `rolled_later` replicas on brokers this plan does not restart)."""
+
+    topics: frozenset[str]
+    excused: frozenset[TopicPartition]
+
+
+def convergence_scope(plan: Plan) -> ConvergenceScope | None:
+    """The convergence gate's scope, or None when the plan deletes no file (a rolling
+    restart, a restore alone): those steps have gates of their own and converge nothing."""
+    if not any(steps.DELETE in s.actions for s in plan.restarts):
+        return None
+    restarted = {s.broker for s in plan.restarts}
+    topics = {parse_partition_name(name)[0] for step in plan.steps for name in step.partitions} | {
+        r.topic for r in plan.restores
+    }
+    excused: set[TopicPartition] = set()
+    for restore in plan.restores:
+        for replica in restore.rolled_later:
+            name, _, broker = replica.partition(" on broker ")
+            if broker.strip().isdigit() and int(broker) not in restarted:
+                excused.add(parse_partition_name(name))
+    return ConvergenceScope(frozenset(topics), frozenset(excused))
+
+
+def converged_files_blocker(
+    state: ClusterState,
+    scope: ConvergenceScope,
+    rows: Mapping[int, Sequence[ReplicaRow] | str],
+) -> str | None:
+    """Why a file of the scope's partitions does not hold ZooKeeper's id (`rows`: each
+    host's replica rows, or why it could not be inspected). A replica without the file yet
+    takes ZooKeeper's id when Kafka writes it."""
+    wrong: list[str] = []
+    for broker, broker_rows in sorted(rows.items()):
+        if isinstance(broker_rows, str):
+            return f"broker {broker} could not be inspected ({broker_rows})"
+        relevant = [
+            r
+            for r in broker_rows
+            if r.topic in scope.topics
+            and r.partition is not None
+            and (r.topic, r.partition) not in scope.excused
+        ]
+        found, _missing = files_disagreeing(state, broker, relevant)
+        wrong += [f"{w} on broker {broker}" for w in found]
+    if wrong:
+        shown = ", ".join(wrong[:6]) + (f" and {len(wrong) - 6} more" if len(wrong) > 6 else "")
+        return f"files still disagree with ZooKeeper: {shown}"
+    return None
+
+
+def scope_hosts(state: ClusterState, scope: ConvergenceScope) -> list[int]:
+    """The brokers assigned a replica of the scope's topics."""
+    return sorted({b for t in scope.topics if t in state.topics for b in replica_hosts(state, t)})

@@ -7,18 +7,26 @@ from __future__ import annotations
 from functools import cached_property, partial
 from typing import Any
 
-from remediate.collect.run import inspect_broker
-from remediate.errors import HaltedError
+from remediate.collect.run import inspect_broker, read_server_properties
+from remediate.errors import FormatError, HaltedError, TransportError
 from remediate.execute import steps
 from remediate.execute.backup import backup_files, delete_backed_up, verify_backup
 from remediate.execute.decisions import files_disagreeing, stale_holders
 from remediate.execute.services import RunLedger
 from remediate.execute.stepbase import StepRun
 from remediate.execute.steps import StepKey
-from remediate.gates import in_sync_blocker, pre_restart_blocker
+from remediate.gates import (
+    Degraded,
+    ShutdownAllowance,
+    degraded,
+    in_sync_blocker,
+    newly_degraded_blocker,
+    pre_restart_blocker,
+    shutdown_allowance,
+)
 from remediate.plan import RestartStep
 from remediate.playbook import Timeouts
-from remediate.state import TopicPartition
+from remediate.state import ClusterState, TopicPartition
 
 
 def parse_partition(name: str) -> TopicPartition:
@@ -28,6 +36,10 @@ def parse_partition(name: str) -> TopicPartition:
 
 class Restart(StepRun[RestartStep]):
     """Carries out one restart step of `plan`."""
+
+    # Set by this process's pre-gate and stop (a resumed run reads the journal instead).
+    _before: Degraded | None = None
+    _allowance: ShutdownAllowance | None = None
 
     @property
     def ledger(self) -> RunLedger:
@@ -44,6 +56,30 @@ class Restart(StepRun[RestartStep]):
     @cached_property
     def targeted(self) -> set[TopicPartition]:
         return {parse_partition(p) for p in self.step.partitions}
+
+    @cached_property
+    def accepted(self) -> set[TopicPartition]:
+        """The partitions the plan predicts this step may leave unavailable: no gate blocks
+        on them."""
+        predicted = self.step.predicted
+        return {parse_partition(p) for p in predicted.expected | set(predicted.last_in_isr)}
+
+    @cached_property
+    def excused(self) -> set[TopicPartition]:
+        """The partitions the broker is not expected back in the ISR of after its start."""
+        predicted = self.step.predicted
+        return {parse_partition(p) for p in (*predicted.out_of_isr_after, *predicted.after)}
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        """Partitions that may be offline or under min ISR after the step: the prediction's,
+        and those the plan found unavailable before the run."""
+        predicted = self.step.predicted
+        return (
+            predicted.expected
+            | frozenset(predicted.last_in_isr)
+            | frozenset(self.plan.unavailable_now)
+        )
 
     def key(self, action: str) -> StepKey:
         return StepKey.for_broker(self.index, self.broker, action)
@@ -79,8 +115,8 @@ class Restart(StepRun[RestartStep]):
 
     # -- the actions --------------------------------------------------------------------------
 
-    def pre_gate_blocker(self) -> str | None:
-        state = self.probes.read()
+    def pre_gate_blocker(self, state: ClusterState | None = None) -> str | None:
+        state = self.probes.read() if state is None else state
         config = self.services.config
         return pre_restart_blocker(
             state,
@@ -90,15 +126,30 @@ class Restart(StepRun[RestartStep]):
             stale=stale_holders(self.plan.fingerprint, state, self.ledger.repaired),
             min_isr_default=config.min_insync_replicas_default,
             restored={r.topic for r in self.plan.restores},
+            accepted=self.accepted,
         )
 
     def pre_gate(self) -> dict[str, Any]:
-        blocker = self.pre_gate_blocker()
+        state = self.probes.read()
+        blocker = self.pre_gate_blocker(state)
         gate = StepKey.for_broker(None, self.broker, "pre-gate")
         self.recorder.record("gate", step=str(gate), blocker=blocker)
         if blocker:
             raise HaltedError(f"pre-gate for broker {self.broker}: {blocker}")
-        return {"blocker": None}
+        # What was already degraded before the step: the post-gate compares against it.
+        before = degraded(state, self.services.config.min_insync_replicas_default)
+        self._before = before
+        return {"blocker": None, "predicted": self.step.predicted.to_json(), **before.to_json()}
+
+    def baseline(self) -> Degraded | None:
+        """The partitions degraded before the step, from its pre-gate (this process's, or the
+        journal's on resume); None when the step had no pre-gate or an older journal lacks it."""
+        if self._before is not None:
+            return self._before
+        journaled = self.ledger.progress.steps.get(str(self.key(steps.GATE_RESTART_SAFETY)))
+        if journaled is None or "offline_partitions" not in journaled.result:
+            return None
+        return Degraded.from_json(journaled.result)
 
     def stop(self) -> dict[str, Any]:
         broker = self.broker
@@ -107,13 +158,44 @@ class Restart(StepRun[RestartStep]):
             blocker = self.pre_gate_blocker()
             if blocker:
                 raise HaltedError(f"broker {broker} was not stopped: {blocker}")
+            # Read while the broker still runs; the wait below uses it.
+            self._allowance = self.shutdown_allowance()
             self.probes.service(broker, "stop", done=partial(self.probes.is_down, broker))
+        allowance = self._allowance or self.shutdown_allowance()
+        timeout = self.gates.stop_timeout_s + (allowance.seconds if allowance else 0.0)
         self.probes.wait(
             partial(self.probes.running_blocker, broker),
-            timeout=self.gates.stop_timeout_s,
+            timeout=timeout,
             what=f"broker {broker} to stop",
         )
-        return {"stopped": broker}
+        result: dict[str, Any] = {"stopped": broker}
+        if allowance is not None:
+            result["stop_timeout_s"] = timeout
+            result["controlled_shutdown"] = allowance.to_json()
+        return result
+
+    def shutdown_allowance(self) -> ShutdownAllowance | None:
+        """The controlled-shutdown retries to allow for when the broker is the last in-sync
+        replica of a partition (the plan's `last_in_isr`): none otherwise. Read from the
+        broker's server.properties when its config names the file, else Kafka's defaults."""
+        if not self.step.predicted.last_in_isr:
+            return None
+        config = self.services.config
+        broker = config.broker(self.broker)
+        if broker.server_properties is None:
+            return shutdown_allowance(None)
+        path = f"broker {self.broker}:{broker.server_properties}"
+        try:
+            props = read_server_properties(config, broker, self.services.transport_for(self.broker))
+        except (TransportError, FormatError) as exc:
+            # Only a timeout depends on it: Kafka's defaults, and the journal says why.
+            self.recorder.record(
+                "note",
+                step=str(StepKey.for_broker(None, self.broker, steps.STOP)),
+                decision=f"{path} could not be read ({exc}): Kafka's defaults allowed",
+            )
+            return shutdown_allowance(None)
+        return shutdown_allowance(props, source=path)
 
     def backup(self) -> dict[str, Any]:
         config = self.services.config
@@ -177,10 +259,25 @@ class Restart(StepRun[RestartStep]):
         return {"registered": broker}
 
     def wait_in_sync(self) -> dict[str, Any]:
+        """The post-gate: the broker registered and back in the ISR of every partition it
+        hosts but those the plan excuses, and none of those partitions newly offline or under
+        min ISR unless the plan names it (a restart of this broker degrades only partitions
+        with a replica on it; the next pre-gate reads the whole cluster)."""
         broker = self.broker
+        before = self.baseline()
+        min_isr = self.services.config.min_insync_replicas_default
+        seen: dict[str, frozenset[str]] = {}
 
         def blocker() -> str | None:
-            return in_sync_blocker(self.probes.sampled_read(self.probes.topics_on(broker)), broker)
+            state = self.probes.sampled_read(self.probes.topics_on(broker))
+            now = degraded(state, min_isr)
+            seen["degraded"] = now.names
+            harmed = (
+                None
+                if before is None
+                else newly_degraded_blocker(before, now, allowed=self.allowed)
+            )
+            return harmed or in_sync_blocker(state, broker, excused=self.excused)
 
         held = self.probes.wait(
             blocker,
@@ -188,7 +285,12 @@ class Restart(StepRun[RestartStep]):
             what=f"broker {broker} back in the ISR of every partition it hosts",
             stable_for=self.gates.stability_window_s,
         )
-        return {"in_sync_after_s": held}
+        result: dict[str, Any] = {"in_sync_after_s": held}
+        predicted = self.step.predicted
+        if predicted.expected or predicted.last_in_isr:
+            result["excused"] = sorted(f"{t}-{n}" for t, n in self.excused)
+            result["unavailable_after"] = sorted(seen.get("degraded", frozenset()))
+        return result
 
     def verify(self) -> dict[str, Any]:
         broker = self.broker

@@ -8,8 +8,9 @@ effect, which is checked, or it is carried out now). Any gate that does not pass
 timeout halts the run with the exact state it saw.
 
 This module is the run loop (recover from the journal, restores first, then the restarts
-with the controller last); the steps are in restart.py and restore.py, what they read and
-wait for in probes.py, their decisions in decisions.py.
+with the controller last, then the convergence gate); the steps are in restart.py,
+restore.py and converge.py, what they read and wait for in probes.py, their decisions in
+decisions.py.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from remediate.errors import HaltedError
 from remediate.execute import steps
 from remediate.execute.backup import Backup
+from remediate.execute.converge import Converge
 from remediate.execute.decisions import IndexedStep, next_restart, started_restart
 from remediate.execute.journal import Journal, replay
 from remediate.execute.lock import RunLock
@@ -90,6 +92,7 @@ class Executor:
                 index, step = self._next(remaining, recorder, probes)
                 remaining.remove((index, step))
                 Restart(self.plan, self.services, recorder, probes, index, step).run()
+            Converge(self.plan, self.services, recorder, probes).run()
             probes.sample()
         except HaltedError as exc:
             recorder.record("run-halted", error=str(exc))

@@ -2,7 +2,8 @@
 journaled under.
 
 A key reads `"{index}:broker-{N}:{action}"` or `"{index}:topic-{T}:{action}"` (the plan's
-step index, what the step acts on, the action). Rollback keys read
+step index, what the step acts on, the action); the run's own closing action, after the last
+step, reads `"{number of steps}:cluster:{action}"`. Rollback keys read
 `"rollback{n}:broker-{N}:{part}"`, and gate decisions are journaled under keys without an
 index (`"broker-{N}:pre-gate"`). Journals on disk hold these strings, so their format never
 changes; `StepKey` is the one place that writes and reads them.
@@ -45,6 +46,11 @@ RESTORE_ACTIONS = (
     VERIFY_TOPIC_IDS,
 )
 
+# After the last step of a repair: every partition of the plan's topics has a leader, its full
+# ISR and ZooKeeper's id in every file (one action of the run, keyed after its last step).
+CONVERGE = "wait converged"
+CLUSTER = "cluster"
+
 # Journal-only keys: the controller-last decision of a step, a rollback and its parts.
 ORDER = "order"
 ROLLBACK = "rollback"
@@ -53,7 +59,8 @@ BROKER = "broker-"
 TOPIC = "topic-"
 
 _KEY = re.compile(
-    r"(?:(?P<rollback>rollback)?(?P<index>\d+):)?(?P<target>(?:broker|topic)-[^:]+):(?P<action>.+)"
+    r"(?:(?P<rollback>rollback)?(?P<index>\d+):)?(?P<target>(?:broker|topic)-[^:]+|cluster)"
+    r":(?P<action>.+)"
 )
 
 
@@ -74,6 +81,10 @@ class StepKey:
     @classmethod
     def for_topic(cls, index: int | None, topic: str, action: str) -> StepKey:
         return cls(index, f"{TOPIC}{topic}", action)
+
+    @classmethod
+    def for_cluster(cls, index: int, action: str) -> StepKey:
+        return cls(index, CLUSTER, action)
 
     @classmethod
     def for_rollback(cls, number: int, broker: int, part: str) -> StepKey:

@@ -14,6 +14,7 @@ from typing import Any
 
 from remediate.execute.journal import replay
 from remediate.execute.steps import StepKey
+from remediate.report.availability import PartitionAvailability, availability
 
 # Run-level events shown in the report's event list (steps, gates and samples have their own).
 RUN_EVENTS = frozenset(
@@ -182,6 +183,8 @@ class RunReport:
     events: tuple[RunEvent, ...]
     check: Check | None
     last_error: str | None
+    # Per partition, the unavailable phases predicted and observed (none in older runs).
+    availability: tuple[PartitionAvailability, ...] = ()
 
     @property
     def duration_s(self) -> float:
@@ -265,6 +268,7 @@ def build_report(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) 
         ),
         check=_check(records),
         last_error=progress.last_error,
+        availability=availability(records, plan),
     )
 
 

@@ -49,6 +49,7 @@ def sections(report: RunReport) -> tuple[Section, ...]:
         gates(report),
         backups(report),
         health(report),
+        unavailable(report),
         after(report),
         events(report),
     ]
@@ -218,6 +219,35 @@ def health(report: RunReport) -> Section:
             ("below min.insync.replicas", f"at most {max(s.below_min_isr for s in found)}"),
             ("active controller", ", ".join(f"broker {c}" for c in controllers) or "none"),
         ),
+    )
+
+
+def unavailable(report: RunReport) -> Section:
+    """Per partition, the phases the plan predicted it unavailable in against those the
+    health samples saw it offline or under min ISR in."""
+    rows = tuple(
+        (
+            a.partition,
+            ", ".join(a.predicted) or "-",
+            ", ".join(a.observed) or "-",
+            "NOT PREDICTED: " + ", ".join(a.unpredicted) if a.unpredicted else "as predicted",
+        )
+        for a in report.availability
+    )
+    if not rows:
+        return Section("Unavailable partitions")
+    surprises = sum(1 for a in report.availability if a.unpredicted)
+    return Section(
+        "Unavailable partitions",
+        lines=(
+            (
+                "observed against the plan",
+                f"{surprises} partition(s) unavailable when the plan did not predict it"
+                if surprises
+                else "no partition was seen unavailable that the plan did not name",
+            ),
+        ),
+        tables=(Table(("partition", "predicted", "observed", "verdict"), rows),),
     )
 
 

@@ -25,6 +25,7 @@ PHASES = {
     steps.WAIT_REGISTERED: "starting",
     steps.WAIT_IN_SYNC: "waiting for ISR",
     steps.VERIFY_TOPIC_IDS: "verifying",
+    steps.CONVERGE: "waiting for ISR",
     steps.ZK_WRITE_TOPIC_ID: "writing ZooKeeper",
     steps.ZK_WRITE_CONTROLLER_ELECTION: "controller election",
     steps.ROLLBACK: "rolling back",

@@ -55,6 +55,12 @@ class FakeClock:
 
     def __init__(self) -> None:
         self.elapsed = 0.0
+        self.alarms: list[tuple[float, Callable[[], None]]] = []
+
+    def at(self, delay: float, action: Callable[[], None]) -> None:
+        """Have `action` happen once `delay` seconds of this clock have passed (what the
+        cluster does while the executor waits)."""
+        self.alarms.append((self.elapsed + delay, action))
 
     def now(self) -> float:
         return 1_795_343_640.0 + self.elapsed
@@ -64,6 +70,10 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> None:
         self.elapsed += seconds
+        due = [a for a in self.alarms if a[0] <= self.elapsed]
+        self.alarms = [a for a in self.alarms if a[0] > self.elapsed]
+        for _when, action in due:
+            action()
 
 
 @dataclass
@@ -239,6 +249,13 @@ class FakeKafka:
     epoch: int = 10
     commands: list[str] = field(default_factory=list)  # service commands, in order
     start_silently_fails: set[int] = field(default_factory=set)  # started, never registers
+    # A stop command that returns while the broker goes on running (a controlled shutdown
+    # that retries); the test stops it later.
+    stop_lingers: set[int] = field(default_factory=set)
+    # Replicas that do not rejoin the ISR on start (their leader refuses them).
+    stays_out: set[tuple[int, str, int]] = field(default_factory=set)
+    # Partitions whose leader is gone (a fault injected by a test).
+    leaderless: set[tuple[str, int]] = field(default_factory=set)
 
     def log_dir(self, broker: int) -> Path:
         return self.root / f"data-{broker}"
@@ -299,10 +316,15 @@ class FakeKafka:
     def write_states(self) -> None:
         for (name, number), isr in self.isr.items():
             leader = next((b for b in isr if b in self.running), -1)
+            if (name, number) in self.leaderless:
+                leader = -1
             state = PartitionState(leader, 1, tuple(isr), self.epoch)
             self.zk.put(partition_state_path(name, number), encode_partition_state(state))
 
     def stop(self, broker: int) -> None:
+        if broker in self.stop_lingers:
+            self.stop_lingers.discard(broker)
+            return
         self.running.discard(broker)
         self.zk.remove(f"{BROKER_IDS}/{broker}")
         for isr in self.isr.values():
@@ -325,7 +347,7 @@ class FakeKafka:
             path = self.metadata(broker, name, number)
             if not path.exists() and topic.topic_id is not None:
                 path.write_bytes(encode_partition_metadata(topic.topic_id))
-            if broker not in isr:
+            if broker not in isr and (broker, name, number) not in self.stays_out:
                 isr.append(broker)
         if self.controller is None:
             self.elect(None)
@@ -363,18 +385,31 @@ class FakeHost:
         self.shell.close()
 
 
-def cluster_config(root: Path, brokers: Collection[int], *, min_isr: int = 2) -> ClusterConfig:
+def server_properties(root: Path, broker: int) -> Path:
+    """Where a broker's server.properties is, for a broker configured through it."""
+    return root / f"server-{broker}.properties"
+
+
+def cluster_config(
+    root: Path,
+    brokers: Collection[int],
+    *,
+    min_isr: int = 2,
+    with_properties: Collection[int] = (),
+) -> ClusterConfig:
+    """The fake cluster's cluster.yaml; brokers in `with_properties` name their
+    server.properties (tests write it) instead of listing their log dirs."""
+
+    def where(b: int) -> dict[str, object]:
+        if b in with_properties:
+            return {"server_properties": str(server_properties(root, b))}
+        return {"log_dirs": [str(root / f"data-{b}")]}
+
     document = {
         "cluster": "fake",
         "zookeeper": {"connect": "127.0.0.1:2181"},
         "brokers": [
-            {
-                "id": b,
-                "host": "127.0.0.1",
-                "transport": "local",
-                "log_dirs": [str(root / f"data-{b}")],
-            }
-            for b in brokers
+            {"id": b, "host": "127.0.0.1", "transport": "local", **where(b)} for b in brokers
         ],
         "service": {**SERVICE, "status": SERVICE_STATUS},
         "min_insync_replicas_default": min_isr,

@@ -16,7 +16,7 @@ import yaml
 from PIL import Image, ImageStat
 
 from remediate.execute.journal import list_runs
-from remediate.execute.steps import RESTART_ACTIONS, StepKey
+from remediate.execute.steps import CONVERGE, RESTART_ACTIONS, StepKey
 from remediate.report.chart import COLOURS
 from remediate.sandbox import cluster
 from remediate.sandbox.reproduce import Incident
@@ -97,7 +97,7 @@ def test_the_markdown_has_every_step_and_gate_decision_of_the_journal(run: Run) 
     text = done.stdout
     rows = table_rows(text)
     steps = [r["step"] for r in run.records if r["event"] == "step-started"]
-    assert [StepKey.parse(s).action for s in steps] == list(RESTART_ACTIONS)
+    assert [StepKey.parse(s).action for s in steps] == [*RESTART_ACTIONS, CONVERGE]
     assert [r[0].strip("`") for r in rows if r[0].strip("`") in steps] == steps
     gates = [r for r in run.records if r["event"] == "gate"]
     assert gates
