@@ -291,9 +291,7 @@ def make_plan(
     restarts = list(plan_of.restarts)
     chosen_restores = list(plan_of.restores)
     timeline = plan_of.timeline
-    estimate = len(restarts) * (
-        playbook.gates.expected_restart_s + playbook.gates.stability_window_s
-    ) + len(chosen_restores) * (restore.gates.stability_window_s + 5 if restore else 0)
+    estimate = _estimate(len(restarts), len(chosen_restores), playbook, restore)
     refusals = restart_refusals(state, findings, restarts, timeline, options)
     refusals += restore_refusals(state, chosen_restores, restarts, missing - unclaimed, why_not)
     # A topic "restore-id" can repair is weighed as a candidate, not noted as impossible.
@@ -326,6 +324,13 @@ def make_plan(
             if steps
             else (),
         )
+    )
+
+
+def _estimate(restarts: int, restores: int, playbook: Playbook, restore: Playbook | None) -> float:
+    per_restart = playbook.gates.expected_restart_s + playbook.gates.stability_window_s
+    return restarts * per_restart + restores * (
+        restore.gates.stability_window_s + 5 if restore else 0
     )
 
 
