@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.gates import partition_name
-from remediate.plan.availability import Action, Restore, Timeline, build_model, harm
+from remediate.plan.availability import Action, Model, Restore, Timeline, build_model, harm
 from remediate.plan.candidates import KEEP, RESTORE, Split, split
 from remediate.plan.fingerprint import FileKey, Fingerprint
 from remediate.plan.model import (
@@ -191,6 +191,65 @@ def _restore_with_roll(s: Split, state: ClusterState, restore: Playbook) -> Rest
     )
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What every candidate is built from."""
+
+    state: ClusterState
+    findings: Sequence[Finding]
+    playbook: Playbook
+    options: PlanOptions
+    brokers: tuple[int, ...]
+    restarting: bool
+    model: Model
+
+
+def _build(
+    c: _Context, name: str, chosen_restores: Sequence[RestoreStep], splits: Sequence[Split]
+) -> _Built:
+    """One candidate's steps, ordered by the model, each with its prediction."""
+    state, findings, playbook, options = c.state, c.findings, c.playbook, c.options
+    restored = {s.topic for s in chosen_restores}
+    restarts, affected, skipped = _restart_steps(
+        state,
+        findings,
+        playbook,
+        options,
+        c.brokers,
+        restored,
+        c.restarting,
+        _rolled_findings(splits, findings),
+    )
+    if name == RESTORE and options.restore_only:
+        skipped += [(s.broker, "restore phase only (--restore-only)") for s in restarts]
+        restarts = []
+    before: list[Action] = [Restore(s.topic, s.topic_id) for s in chosen_restores]
+    cleared = {step.broker: _cleared(step) for step in restarts}
+    order = order_restarts(c.model, [s.broker for s in restarts], cleared, before=before)
+    by_broker = {s.broker: s for s in restarts}
+    ordered = tuple(
+        replace(
+            by_broker[b],
+            reason=_roll_reason(by_broker[b], splits),
+            order_reason=order.reasons[b],
+            predicted=_prediction(len(before) + i, order.timeline),
+        )
+        for i, b in enumerate(order.brokers)
+    )
+    with_predictions = tuple(
+        replace(s, predicted=_prediction(i, order.timeline)) for i, s in enumerate(chosen_restores)
+    )
+    return _Built(
+        name=name,
+        restores=with_predictions,
+        restarts=ordered,
+        affected=tuple(affected),
+        skipped=tuple(skipped),
+        timeline=order.timeline,
+        summary=_summary(name, with_predictions, ordered, splits),
+    )
+
+
 def make_plan(
     *,
     cluster: str,
@@ -226,47 +285,10 @@ def make_plan(
     )
     model = build_model(state, findings, min_isr_default=options.min_isr_default)
 
-    def build(name: str, chosen_restores: Sequence[RestoreStep], splits: Sequence[Split]) -> _Built:
-        restored = {s.topic for s in chosen_restores}
-        restarts, affected, skipped = _restart_steps(
-            state,
-            findings,
-            playbook,
-            options,
-            brokers,
-            restored,
-            restarting,
-            _rolled_findings(splits, findings),
-        )
-        if name == RESTORE and options.restore_only:
-            skipped += [(s.broker, "restore phase only (--restore-only)") for s in restarts]
-            restarts = []
-        before: list[Action] = [Restore(s.topic, s.topic_id) for s in chosen_restores]
-        cleared = {step.broker: _cleared(step) for step in restarts}
-        order = order_restarts(model, [s.broker for s in restarts], cleared, before=before)
-        by_broker = {s.broker: s for s in restarts}
-        ordered = tuple(
-            replace(
-                by_broker[b],
-                reason=_roll_reason(by_broker[b], splits),
-                order_reason=order.reasons[b],
-                predicted=_prediction(len(before) + i, order.timeline),
-            )
-            for i, b in enumerate(order.brokers)
-        )
-        with_predictions = tuple(
-            replace(s, predicted=_prediction(i, order.timeline))
-            for i, s in enumerate(chosen_restores)
-        )
-        return _Built(
-            name=name,
-            restores=with_predictions,
-            restarts=ordered,
-            affected=tuple(affected),
-            skipped=tuple(skipped),
-            timeline=order.timeline,
-            summary=_summary(name, with_predictions, ordered, splits),
-        )
+    context = _Context(state, findings, playbook, options, tuple(brokers), restarting, model)
+
+    def build(name: str, chosen: Sequence[RestoreStep], splits: Sequence[Split]) -> _Built:
+        return _build(context, name, chosen, splits)
 
     # Restores that are not a choice: ids ZooKeeper lost.
     forced = [s for s in restores if s.topic in missing]
