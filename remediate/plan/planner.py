@@ -275,6 +275,7 @@ def make_plan(
     if restarting:
         built[KEEP] = build(KEEP, forced, ())
     blocked: list[str] = []
+    splits: list[Split] = []
     if restore is not None:
         splits, blocked = _splits(
             state, findings, mismatched - {s.topic for s in agreed}, restore, options
@@ -295,7 +296,9 @@ def make_plan(
     ) + len(chosen_restores) * (restore.gates.stability_window_s + 5 if restore else 0)
     refusals = restart_refusals(state, findings, restarts, timeline, options)
     refusals += restore_refusals(state, chosen_restores, restarts, missing - unclaimed, why_not)
-    notes = restore_notes(why_not, mismatched - {s.topic for s in chosen_restores})
+    # A topic "restore-id" can repair is weighed as a candidate, not noted as impossible.
+    weighed = {s.topic for s in chosen_restores} | {s.topic for s in splits}
+    notes = restore_notes(why_not, mismatched - weighed)
     notes += _model_notes(timeline, options, restarting=bool(restarts))
     return with_digest(
         Plan(

@@ -85,16 +85,29 @@ def test_every_replica_holding_the_old_id_is_one_restore_and_no_restart() -> Non
     assert set(plan.fingerprint.files.values()) == {OLD}
 
 
-def test_a_topic_whose_replicas_disagree_gets_restarts_and_a_note_saying_why() -> None:
+def test_a_topic_whose_replicas_hold_two_ids_gets_both_candidates_weighed() -> None:
     topics = {"orders": {0: [1, 2, 3], 1: [2, 3, 1]}}
     state = cluster(brokers=[1, 2, 3], topics=topics, controller=2)
     kinds = {(b, "orders", 0): "TOPIC_ID_MISMATCH" for b in (1, 2, 3)}
     plan = plan_for(state, findings_for(state, kinds))
+    # Keeping ZooKeeper's id fences orders-0 (every replica holds OLD) until its last replica
+    # is back; restoring OLD would fence orders-1 the same way during its roll: a tie on
+    # newly unavailable partitions, which keep-zk-id wins on fewer phases.
     assert plan.restores == ()
     assert [s.broker for s in plan.restarts] == [1, 3, 2]
-    (note,) = plan.notes
-    assert note.startswith("orders: no repair without restarts, because replicas disagree:")
-    assert OLD in note and NEW in note
+    keep, restore = plan.candidates
+    assert (keep.name, keep.chosen, restore.name, restore.chosen) == (
+        "keep-zk-id",
+        True,
+        "restore-id",
+        False,
+    )
+    assert restore.targets == {"orders": OLD} and keep.targets == {"orders": NEW}
+    assert plan.notes == ()
+    chosen = plan_for(state, findings_for(state, kinds), candidate="restore-id")
+    (step,) = chosen.restores
+    assert (step.topic_id, step.zk_topic_id) == (OLD, NEW)
+    assert step.rolled_later == tuple(f"orders-1 on broker {b}" for b in (1, 2, 3))
 
 
 def test_a_lost_id_is_restored_without_election_before_anything_else() -> None:
@@ -234,3 +247,23 @@ def test_the_plan_carries_its_playbooks_gates_under_its_digest() -> None:
     document = json.loads(json.dumps(plan.to_json()))
     document["gates"]["topicid-mismatch"]["stability_window_s"] = 0
     assert plan_from_json(document).digest != plan.digest
+
+
+def test_the_restore_phase_alone_ends_the_outage_without_a_restart() -> None:
+    topics = {"orders": {0: [1, 2, 3], 1: [2, 3, 1]}}
+    state = cluster(brokers=[1, 2, 3], topics=topics, controller=2)
+    kinds = {(b, "orders", 0): "TOPIC_ID_MISMATCH" for b in (1, 2, 3)}
+    plan = plan_for(state, findings_for(state, kinds), restore_only=True)
+    assert [s.kind for s in plan.steps] == ["restore"]
+    assert plan.restarts == ()
+    assert {b for b, _ in plan.skipped} >= {1, 2, 3}
+    assert any("restore phase only" in n for n in plan.notes)
+
+
+def test_a_candidate_that_is_not_possible_is_an_error_naming_the_possible_ones() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=1)
+    findings = findings_for(state, {(2, "t", 0): "TOPIC_ID_MISMATCH"})
+    # Only broker 2 holds another id: restoring it is a candidate, so both are possible.
+    assert {c.name for c in plan_for(state, findings).candidates} == {"keep-zk-id", "restore-id"}
+    with pytest.raises(ValueError, match="possible"):
+        plan_for(state, findings, candidate="no-such-candidate")
