@@ -227,63 +227,32 @@ def named_by_plan(plan: Mapping[str, Any]) -> set[str]:
     return named
 
 
-def _partition_names(value: Any) -> set[str]:
-    """Partition names ("topic-N") in a journal field: a list of names, or a mapping whose
-    values are such lists (e.g. {"unavailable": [...], "offline": [...]})."""
-    if isinstance(value, str):
-        return {value}
-    if isinstance(value, Mapping):
-        return {n for v in value.values() for n in _partition_names(v)}
-    if isinstance(value, Iterable):
-        return {n for v in value for n in _partition_names(v) if not isinstance(v, Mapping)}
-    return set()
-
-
-def observed_unavailable(
-    plan: Mapping[str, Any], records: Iterable[Mapping[str, Any]]
-) -> dict[int | None, set[str]]:
-    """Plan step index (None: not tied to a step, e.g. the final convergence) -> partitions
-    the run journaled as observed unavailable: every record's `observed` field, as the
-    executor's post-gate and convergence wait record it next to `predicted`. A gate's key
-    names its broker but no index: the step of that broker."""
-    by_broker = {s.get("broker"): i for i, s in enumerate(plan["steps"]) if s.get("broker")}
-    found: dict[int | None, set[str]] = {}
+def predicted_in_journal(records: Iterable[Mapping[str, Any]]) -> dict[int, Any]:
+    """Plan step index -> the prediction its pre-gate journaled with its result (what the
+    step's gates were held to)."""
+    found: dict[int, Any] = {}
     for record in records:
-        observed = record.get("observed")
-        if observed is None and isinstance(record.get("result"), Mapping):
-            observed = record["result"].get("observed")
-        if observed is None or isinstance(observed, (int, float)):
-            continue  # a ZooKeeper session's `observed` timestamp, not partitions
-        index: int | None = None
-        try:
-            key = StepKey.parse(str(record.get("step", "")))
-        except ValueError:
-            pass
-        else:
-            index = key.index if key.index is not None else by_broker.get(key.broker)
-        found.setdefault(index, set()).update(_partition_names(observed))
+        if record.get("event") != "step-finished":
+            continue
+        key = StepKey.parse(str(record["step"]))
+        result = record.get("result") or {}
+        if key.index is not None and "predicted" in result:
+            found[key.index] = result["predicted"]
     return found
 
 
-def observed_beyond_prediction(
-    plan: Mapping[str, Any], records: Iterable[Mapping[str, Any]]
-) -> dict[str, list[str]]:
-    """What the run observed unavailable that the plan did not name: per step (checked
-    against that step's prediction) and for the records tied to no step (checked against
-    the whole plan). Empty when the run kept to its plan."""
-    steps = plan["steps"]
-    beyond: dict[str, list[str]] = {}
-    for index, names in observed_unavailable(plan, records).items():
-        if index is not None and 0 <= index < len(steps):
-            allowed = step_prediction(steps[index])
-            where = f"step {index + 1} (broker {steps[index].get('broker')})"
-        else:
-            allowed = named_by_plan(plan)
-            where = "outside any step"
-        extra = sorted(names - allowed)
-        if extra:
-            beyond[where] = extra
-    return beyond
+def observed_in_samples(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Partition -> how many of the run's health samples saw it offline or under min ISR."""
+    seen: dict[str, int] = {}
+    for record in records:
+        if record.get("event") != "sample":
+            continue
+        names = set(record.get("offline_partitions") or ()) | set(
+            record.get("below_min_isr_partitions") or ()
+        )
+        for name in names:
+            seen[str(name)] = seen.get(str(name), 0) + 1
+    return seen
 
 
 # -- an acks=all producer with retries, one thread per partition ---------------------------

@@ -22,6 +22,9 @@ from tests.faults.apply_lab import AREA, ApplyLab, Run
 
 pytestmark = pytest.mark.slow
 
+# The run's closing action after a repair's last step (remediate/execute/steps.py).
+CONVERGE = "wait converged"
+
 
 @pytest.fixture(scope="module")
 def reproduced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reproduced]:
@@ -39,7 +42,8 @@ def operator(lab: Reproduced) -> ApplyLab:
 
 
 def steps_done(run: Run) -> dict[int, list[str]]:
-    """Plan step index -> its actions the journal has finished, in order."""
+    """Plan step index -> its actions the journal has finished, in order (the run's closing
+    convergence wait is keyed with the index after the last step)."""
     done: dict[int, list[str]] = {}
     for text in run.finished_steps():
         key = StepKey.parse(text)
@@ -86,7 +90,11 @@ def test_sigkill_at_every_step_boundary_of_the_28_repair(reproduced: Reproduced)
     assert resumed.run_id == run.run_id
     finished = resumed.finished_steps()
     assert len(finished) == len(set(finished)), f"an action was completed twice: {finished}"
-    assert steps_done(resumed) == {i: list(s["actions"]) for i, s in enumerate(steps)}
+    done = steps_done(resumed)
+    assert {i: done.get(i) for i in range(len(steps))} == {
+        i: list(s["actions"]) for i, s in enumerate(steps)
+    }
+    assert done.get(len(steps)) == [CONVERGE], "the run did not wait for convergence once"
     stops = [StepKey.parse(t).broker for t in finished if t.endswith(":stop")]
     assert sorted(stops) == sorted(s["broker"] for s in steps), f"restarts: {stops}"
     assert len(resumed.events("run-resumed")) == len(steps)
