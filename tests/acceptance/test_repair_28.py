@@ -193,13 +193,6 @@ def test_fix_repairs_the_incident_under_an_acks_all_producer(reproduced: Reprodu
     assert unconverged(lab) == []
     assert run_cli("check", "-c", str(lab.config)).returncode == 0
 
-    # Only partition.metadata was deleted, and only the stale replicas'.
-    deleted = set(document["run"]["deleted"])
-    assert deleted == lab.stale_files, (
-        f"deleted beyond the stale partition.metadata: {sorted(deleted - lab.stale_files)},"
-        f" not deleted: {sorted(lab.stale_files - deleted)}"
-    )
-
     # The producer ran through the whole repair and every partition takes writes again; every
     # acknowledged record, the incident's and the producer's, is read back.
     assert set(producer.acked_at) == set(partitions), (
@@ -242,3 +235,9 @@ def test_fix_repairs_the_incident_under_an_acks_all_producer(reproduced: Reprodu
     assert not [p for p in backed_up_paths(lab.backup_dir, run_id) if f"/{BYSTANDER}-" in p]
     assert metadata_files(lab.state, BYSTANDER) == lab.bystander_files
     assert set(every_partition(lab.zk)) >= {f"{BYSTANDER}-{n}" for n in range(3)}
+    # Only partition.metadata was deleted, and only the stale replicas'.
+    deleted = set(document["run"]["deleted"])
+    assert deleted == lab.stale_files, (
+        f"deleted beyond the stale partition.metadata: {sorted(deleted - lab.stale_files)},"
+        f" not deleted: {sorted(lab.stale_files - deleted)}"
+    )
