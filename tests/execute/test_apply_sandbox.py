@@ -86,9 +86,11 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how
     cluster.up(directory, kafka_version="3.4", ssh=ssh)
     try:
         incident = Incident(directory, topic=ORDERS)
+        bystander = healthy_bystander(incident)
         result = incident.run()
         config = directory / "cluster.yaml"
         assert run_cli("check", "-c", str(config)).returncode == 2
+        untouched = bystander_view(incident)
         pids = {
             b.broker_id: cluster.broker_pid(directory, b.broker_id) for b in incident.state.brokers
         }
@@ -108,6 +110,11 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how
         assert zk_ids(incident.zk, ORDERS) == result.old_id
         assert_healed(incident.state, incident.zk, ORDERS, 6)
         assert_restore_journaled(directory, run["run"]["run_id"], result.old_id)
+        # A topic without findings is never touched: not in the plan, nothing of it backed up,
+        # every file of its replicas as it was, its leaders and leader epochs unchanged.
+        planned = [p for s in run["plan"]["steps"] for p in s.get("partitions", [])]
+        assert not [p for p in planned if p.startswith(f"{bystander}-")]
+        assert bystander_view(incident) == untouched
         assert sampler.samples > 10
         assert sampler.offline == set()
         # Before the fix, the restarted broker had left the old partitions' ISRs (down to min
@@ -122,6 +129,28 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how
         incident.close()
     finally:
         cluster.down(directory)
+
+
+BYSTANDER = "audit"
+
+
+def healthy_bystander(incident: Incident) -> str:
+    """A topic with its id everywhere, created before the incident: it has no findings."""
+    admin.create_topic(incident.zk, BYSTANDER, 3, 3, config={"min.insync.replicas": "2"})
+    wait_for(
+        lambda: len([v for v in replica_file_ids(incident.state, BYSTANDER).values() if v]) == 9,
+        f"every replica of {BYSTANDER} to write partition.metadata",
+    )
+    return BYSTANDER
+
+
+def bystander_view(incident: Incident) -> tuple[dict[str, str], dict[int, tuple[int, int]]]:
+    """Every file of the bystander's replicas (sha256) and each partition's leader and epoch."""
+    files = {
+        path: digest for path, digest in disk(incident.state).items() if f"/{BYSTANDER}-" in path
+    }
+    states = partition_states(incident.zk, BYSTANDER, [0, 1, 2])
+    return files, {n: (s.leader, s.leader_epoch) for n, s in states.items()}
 
 
 def assert_restore_journaled(directory: Path, run_id: str, topic_id: str) -> None:
