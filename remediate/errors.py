@@ -68,6 +68,10 @@ class RefusedError(ExecuteError):
     """Refused before anything changed: no approval, wrong digest, drift, lock held."""
 
 
+class PlanChoiceError(RefusedError):
+    """The repair the operator chose (--candidate, --restore-only) is not possible here."""
+
+
 class LockHeldError(RefusedError):
     """Another run holds the cluster's lock; `holder` names it."""
 

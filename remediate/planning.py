@@ -12,10 +12,11 @@ from pathlib import Path
 
 from remediate.collect.run import Progress
 from remediate.config import ClusterConfig
+from remediate.errors import PlanChoiceError
 from remediate.plan import Plan, PlanOptions, make_plan
-from remediate.playbook import load_playbook
+from remediate.playbook import Playbook, load_playbook
 from remediate.scan.kinds import MISMATCH_KINDS
-from remediate.scan.pipeline import collect_and_scan
+from remediate.scan.pipeline import ClusterScan, collect_and_scan
 
 REPAIR_PLAYBOOK = "topicid-mismatch"
 RESTORE_PLAYBOOK = "restore-zk-topic-id"
@@ -29,13 +30,42 @@ def build_plan(
     include_topics: tuple[str, ...] = (),
     spark_master: str | None = None,
     progress: Progress | None = None,
+    candidate: str = "auto",
+    restore_only: bool = False,
 ) -> Plan:
-    """The plan for `config`'s cluster as it is now, by the named playbook."""
+    """The plan for `config`'s cluster as it is now, by the named playbook.
+
+    Raises PlanChoiceError when the operator's candidate is not possible on this state."""
     playbook = load_playbook(playbook_name)
     # The repair plans a restore, with no restart, wherever the replicas allow one.
     repairs = bool(MISMATCH_KINDS & set(playbook.applies_to))
     restore = load_playbook(RESTORE_PLAYBOOK) if repairs else None
     scanned = collect_and_scan(config, master=spark_master, include_ok=True, progress=progress)
+    try:
+        return _plan(
+            config,
+            scanned,
+            playbook,
+            restore,
+            candidate,
+            restore_only,
+            allow_unsafe,
+            include_topics,
+        )
+    except ValueError as exc:
+        raise PlanChoiceError(str(exc)) from None
+
+
+def _plan(
+    config: ClusterConfig,
+    scanned: ClusterScan,
+    playbook: Playbook,
+    restore: Playbook | None,
+    candidate: str,
+    restore_only: bool,
+    allow_unsafe: bool,
+    include_topics: tuple[str, ...],
+) -> Plan:
     return make_plan(
         cluster=config.cluster,
         state=scanned.state,
@@ -46,6 +76,8 @@ def build_plan(
             include_topics=frozenset(include_topics),
             min_isr_default=config.min_insync_replicas_default,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            candidate=candidate,
+            restore_only=restore_only,
         ),
         known_brokers=config.broker_ids,
         restore=restore,

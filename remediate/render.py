@@ -5,16 +5,43 @@ Both are views of the same Plan; the JSON form (`Plan.to_json`) is the contract.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from remediate.plan import Plan, RestoreStep
+from remediate.plan import Plan, Prediction, RestoreStep
 
 
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(round(seconds), 60)
     return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def _model_lines(plan: Plan) -> list[object]:
+    """The availability model's verdict in the console form of the plan."""
+    parts: list[object] = []
+    if plan.newly_unavailable:
+        impact = Text(
+            "\nmade unavailable that are available now (approve to accept):\n", style="bold yellow"
+        )
+        for name, phases in sorted(plan.newly_unavailable.items()):
+            impact.append(f"  - {name}: {', '.join(phases)}\n")
+        parts.append(impact)
+    if plan.unavailable_now:
+        parts.append(Text(f"\nunavailable now: {', '.join(plan.unavailable_now)}\n"))
+    if plan.candidates:
+        weighed = Text("\ncandidates:\n")
+        for c in plan.candidates:
+            mark = "chosen" if c.chosen else f"--candidate {c.name}"
+            weighed.append(
+                f"  - {c.name} ({mark}): {c.restarts} restart(s), newly unavailable"
+                f" {', '.join(c.newly_unavailable) or 'none'}, {c.unavailable_phases}"
+                f" unavailable phase(s), converges {'yes' if c.converges else 'no'}\n"
+            )
+        parts.append(weighed)
+    return parts
 
 
 def plan_table(plan: Plan) -> Group:
@@ -49,6 +76,7 @@ def plan_table(plan: Plan) -> Group:
             "\n".join(step.impact) or "no in-sync replica lost",
         )
     parts: list[object] = [header, table]
+    parts += _model_lines(plan)
     if plan.refusals:
         refusals = Text("\nrefusals:\n", style="bold red" if plan.refused else "yellow")
         for reason in plan.refusals:
@@ -65,6 +93,90 @@ def plan_table(plan: Plan) -> Group:
             skipped.append(f"  - broker {broker}: {reason}\n")
         parts.append(skipped)
     return Group(*parts)  # type: ignore[arg-type]
+
+
+def _names(partitions: Sequence[str]) -> str:
+    return ", ".join(f"`{p}`" for p in partitions)
+
+
+def _impact_markdown(plan: Plan) -> list[str]:
+    """What the approval accepts: partitions available now that the plan makes unavailable."""
+    lines: list[str] = []
+    if plan.newly_unavailable:
+        lines += [
+            "## Impact to approve",
+            "",
+            "The availability model predicts that these partitions, available now, have no"
+            " leader that accepts acks=all writes during these steps. Approving this digest"
+            " (`apply --approve`) accepts it; `fix --yes` needs `--accept-unavailable`.",
+            "",
+            "| partition | unavailable during |",
+            "|---|---|",
+        ]
+        lines += [
+            f"| `{name}` | {', '.join(phases)} |"
+            for name, phases in sorted(plan.newly_unavailable.items())
+        ]
+        lines.append("")
+    if plan.unavailable_now:
+        lines += [
+            "Already unavailable now (the repair cannot make them worse; see each step for"
+            f" when they come back): {_names(plan.unavailable_now)}",
+            "",
+        ]
+    return lines
+
+
+def _candidates_markdown(plan: Plan) -> list[str]:
+    if not plan.candidates:
+        return []
+    lines = [
+        "## Candidates weighed",
+        "",
+        "Least harm first: partitions made unavailable that are available now, then"
+        " convergence, then (partition, phase) pairs unavailable, then restarts.",
+        "",
+        "| candidate | chosen | restarts | newly unavailable | unavailable phases | converges |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in plan.candidates:
+        lines.append(
+            f"| `{c.name}` | {'**yes**' if c.chosen else 'no'} | {c.restarts} |"
+            f" {_names(c.newly_unavailable) or 'none'} | {c.unavailable_phases} |"
+            f" {'yes' if c.converges else 'no'} |"
+        )
+    lines.append("")
+    for c in plan.candidates:
+        lines += [f"### `{c.name}`{' (chosen)' if c.chosen else ''}", "", c.summary, ""]
+        if c.blocked:
+            lines += [f"Not possible for some topics: {c.blocked}", ""]
+        if c.windows:
+            lines += [
+                f"- `{name}`: unavailable {', '.join(phases)}"
+                for name, phases in sorted(c.windows.items())
+            ] + [""]
+        if not c.chosen:
+            lines += [f"To plan this one instead: `--candidate {c.name}`.", ""]
+    return lines
+
+
+def _prediction_markdown(predicted: Prediction) -> list[str]:
+    lines = []
+    if predicted.during:
+        lines.append(f"- Predicted unavailable while it runs: {_names(predicted.during)}")
+    if predicted.after:
+        lines.append(f"- Still unavailable after it: {_names(predicted.after)}")
+    if predicted.out_of_isr_after:
+        lines.append(
+            "- Its broker cannot rejoin the ISR yet of: " + _names(predicted.out_of_isr_after)
+        )
+    if predicted.last_in_isr:
+        lines.append(
+            "- Last in-sync replica of "
+            + _names(predicted.last_in_isr)
+            + ": its controlled shutdown retries, then they are offline until it is back"
+        )
+    return ["Predicted by the availability model:", "", *lines, ""] if lines else []
 
 
 def plan_markdown(
@@ -90,6 +202,7 @@ def plan_markdown(
             "",
         ]
         lines += [f"- {reason}" for reason in plan.refusals] + [""]
+    lines += _impact_markdown(plan) + _candidates_markdown(plan)
     lines += ["## What will be done, in order", ""]
     if not plan.steps:
         lines += ["Nothing: no broker needs this playbook.", ""]
@@ -110,10 +223,16 @@ def plan_markdown(
                 "",
                 *[f"- {line}" for line in step.impact],
                 "",
+                *_prediction_markdown(step.predicted),
             ]
+            if step.rolled_later:
+                lines += ["Replicas that keep the other id until the restarts below:", ""]
+                lines += [f"- {r}" for r in step.rolled_later] + [""]
             continue
         role = " (active controller, last)" if step.is_controller else ""
         lines += [f"### {number}. Broker {step.broker}{role}", "", f"Why: {step.reason}", ""]
+        if step.order_reason:
+            lines += [f"Why in this position: {step.order_reason}", ""]
         lines += ["Actions: " + " → ".join(f"`{a}`" for a in step.actions), ""]
         if step.files:
             lines += [
@@ -126,6 +245,7 @@ def plan_markdown(
             "- no partition loses an in-sync replica"
         ]
         lines.append("")
+        lines += _prediction_markdown(step.predicted)
     if plan.notes:
         lines += ["## Notes", ""] + [f"- {note}" for note in plan.notes] + [""]
     if plan.skipped:

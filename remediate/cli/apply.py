@@ -18,6 +18,7 @@ from rich.table import Table
 from remediate.cli.common import (
     EXIT_HALTED,
     EXIT_REFUSED,
+    candidate_option,
     config_option,
     err,
     json_option,
@@ -25,6 +26,7 @@ from remediate.cli.common import (
     master_option,
     out,
     progress_lines,
+    restore_only_option,
     status_line,
 )
 from remediate.config import load_cluster_config
@@ -38,6 +40,7 @@ from remediate.execute.locked import (
 )
 from remediate.execute.runner import RunOutcome
 from remediate.logs import configure_logging
+from remediate.plan import Plan
 from remediate.planning import REPAIR_PLAYBOOK, build_plan, write_plan
 from remediate.render import plan_table
 from remediate.scan.pipeline import collect_and_scan
@@ -115,6 +118,14 @@ def apply(
 @click.command()
 @config_option
 @click.option("--yes", is_flag=True, help="Apply the plan (without it: a dry run).")
+@click.option(
+    "--accept-unavailable",
+    is_flag=True,
+    help="Go ahead although the plan makes partitions unavailable that are available now"
+    " (the plan names them and for which steps).",
+)
+@candidate_option
+@restore_only_option
 @master_option
 @click.option(
     "-o",
@@ -127,6 +138,9 @@ def apply(
 def fix(
     config_path: Path,
     yes: bool,
+    accept_unavailable: bool,
+    candidate: str,
+    restore_only: bool,
     spark_master: str | None,
     output: Path | None,
     as_json: bool,
@@ -140,7 +154,12 @@ def fix(
     config = load_cluster_config(config_path)
     with status_line(quiet=as_json) as scanning:
         plan = build_plan(
-            config, playbook_name=REPAIR_PLAYBOOK, spark_master=spark_master, progress=scanning
+            config,
+            playbook_name=REPAIR_PLAYBOOK,
+            spark_master=spark_master,
+            progress=scanning,
+            candidate=candidate,
+            restore_only=restore_only,
         )
     if output is not None:
         write_plan(plan, output)
@@ -149,6 +168,8 @@ def fix(
     result: dict[str, Any] = {"plan": plan.to_json(), "applied": False, "report": None}
     if plan.refused:
         return _fix_exit(result, as_json, EXIT_REFUSED, "the plan is refused; nothing was changed")
+    if plan.needs_acceptance and not accept_unavailable:
+        return _fix_exit(result, as_json, EXIT_REFUSED, _unaccepted(plan))
     if not yes:
         return _fix_exit(result, as_json, 0, "dry run: nothing was changed; add --yes to apply")
     journal_dir = Path(config.journal_dir)
@@ -177,6 +198,19 @@ def fix(
         result["report"] = _write_report(journal_dir, run_id)
     return _fix_exit(
         result, as_json, report.exit_code, f"{message}; check: {report.summary_line()}"
+    )
+
+
+def _unaccepted(plan: Plan) -> str:
+    """Why `fix` stops: the partitions the plan makes unavailable that are available now."""
+    shown = "; ".join(
+        f"{name} ({', '.join(phases)})" for name, phases in sorted(plan.newly_unavailable.items())
+    )
+    return (
+        "the plan makes partitions unavailable that are available now: "
+        + shown
+        + "; nothing was changed. Review the plan (`remediate plan --format markdown`), then"
+        " rerun with --accept-unavailable, or approve its digest with `apply --approve`"
     )
 
 

@@ -36,6 +36,20 @@ log_json_option = click.option(
 master_option = click.option(
     "--spark-master", help="Spark master URL (default: cluster.yaml spark.master)."
 )
+candidate_option = click.option(
+    "--candidate",
+    type=click.Choice(["auto", "keep-zk-id", "restore-id"]),
+    default="auto",
+    show_default=True,
+    help="The repair to plan for topics whose replicas hold two ids: auto is the least harm"
+    " the availability model predicts.",
+)
+restore_only_option = click.option(
+    "--restore-only",
+    is_flag=True,
+    help="Only the restore phase of restore-id: write the old id back and re-elect the"
+    " controller, no restart (the roll is planned later).",
+)
 
 
 @contextmanager

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import click
 
-from remediate.cli.common import EXIT_REFUSED, config_option, master_option, out, status_line
+from remediate.cli.common import (
+    EXIT_REFUSED,
+    candidate_option,
+    config_option,
+    master_option,
+    out,
+    restore_only_option,
+    status_line,
+)
 from remediate.config import load_cluster_config
 from remediate.planning import build_plan, write_plan
 from remediate.render import plan_markdown, plan_table
@@ -43,6 +51,8 @@ from remediate.render import plan_markdown, plan_table
     multiple=True,
     help="Act on this internal topic too (repeatable).",
 )
+@candidate_option
+@restore_only_option
 @master_option
 def plan(
     config_path: Path,
@@ -52,6 +62,8 @@ def plan(
     as_json: bool,
     allow_unsafe: bool,
     include_topics: tuple[str, ...],
+    candidate: str,
+    restore_only: bool,
     spark_master: str | None,
 ) -> int:
     """Plan the repair without changing anything. Exit 0 ready, 4 refused."""
@@ -66,6 +78,8 @@ def plan(
             include_topics=include_topics,
             spark_master=spark_master,
             progress=progress,
+            candidate=candidate,
+            restore_only=restore_only,
         )
     if output is not None:
         write_plan(result, output)

@@ -64,8 +64,7 @@ def _rank(model: Model, broker: int) -> tuple[int, str]:
         )
     return OUT_OF_ISR, (
         f"already out of the ISR of every partition with a stale id it hosts"
-        f" ({_names(stale)}): its restart neither helps nor hurts them, so it comes after the"
-        " brokers in those ISRs"
+        f" ({_names(stale)}): its restart neither helps nor hurts them"
     )
 
 
@@ -107,7 +106,13 @@ def order_restarts(
     for position, b in enumerate(best):
         reason = ranks[b][1]
         if b != thumb[position]:
-            reason += "; the model predicts less unavailability with it in this position"
+            reason += (
+                "; the availability model predicts less unavailability with it in this"
+                " position than in the rule of thumb's (brokers in the ISRs of stale"
+                " partitions first, back to back)"
+            )
+        elif ranks[b][0] == OUT_OF_ISR:
+            reason += ", so it comes after the brokers in those ISRs"
         reasons[b] = reason
     for b in controller:
         reasons[b] = (

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from remediate.cli.apply import _unaccepted
 from remediate.execute import steps
 from remediate.plan import (
     FileKey,
@@ -446,3 +447,39 @@ def test_the_table_of_a_refused_plan_says_so_and_lists_every_refusal() -> None:
     assert ": REFUSED" in text
     for reason in plan.refusals:
         assert reason[:60] in " ".join(text.split())
+
+
+def test_the_markdown_names_the_impact_to_approve_and_both_candidates() -> None:
+    state = cluster(
+        brokers=[1, 2, 3],
+        topics=ORDERS,
+        isr={("orders", 0): [2, 3], ("orders", 1): [2, 3], ("orders", 2): [3, 2]},
+        leaders={("orders", 0): 2},
+        controller=3,
+    )
+    kinds = {(b, "orders", p): "TOPIC_ID_MISMATCH" for b in (1, 2, 3) for p in (0, 1, 2)}
+    plan = plan_for(state, findings_for(state, kinds))
+    text = plan_markdown(plan)
+    impact = text.split("## Impact to approve", 1)[1].split("##", 1)[0]
+    for name, phases in plan.newly_unavailable.items():
+        assert f"| `{name}` | {', '.join(phases)} |" in impact
+    assert text.index("## Impact to approve") < text.index("## What will be done")
+    assert "`fix --yes` needs `--accept-unavailable`" in impact
+    for number, step in enumerate(plan.restarts, 1):
+        assert f"Why in this position: {step.order_reason}" in text, number
+    console = " ".join(render_table(plan).split())
+    assert "made unavailable that are available now" in console
+
+
+def test_fix_names_every_partition_it_would_make_unavailable() -> None:
+    state = cluster(
+        brokers=[1, 2, 3],
+        topics=ORDERS,
+        isr={("orders", 0): [2, 3], ("orders", 1): [2, 3], ("orders", 2): [3, 2]},
+        leaders={("orders", 0): 2},
+        controller=3,
+    )
+    kinds = {(b, "orders", p): "TOPIC_ID_MISMATCH" for b in (1, 2, 3) for p in (0, 1, 2)}
+    message = _unaccepted(plan_for(state, findings_for(state, kinds)))
+    assert "orders-1 (step 2, after step 2)" in message
+    assert "--accept-unavailable" in message
