@@ -3,8 +3,8 @@
 The planner asks it, for a sequence of actions (restart a broker with some partition.metadata
 files deleted; write an id back into a topic znode and re-elect the controller), which
 partitions have a working leader that accepts acks=all writes at every phase, and whether the
-cluster converges. The rules are Kafka's, as ../shared/reference/kafka-zk.md, "The 2.8
-post-failover state and the restart repair", sets them out with their source lines:
+cluster converges. The rules are Kafka's (2.8.2 and 3.4.1 source, paths under
+core/src/main/scala/kafka/; tests/sandbox/test_kafka_rules.py holds the emulator to them):
 
 - a broker whose in-memory id differs from the LeaderAndIsr's id rejects it and keeps its old
   leader, epoch and ISR (ReplicaManager.scala:1366-1400);

@@ -1,7 +1,7 @@
 """The order of the restarts: the one the availability model predicts least harm for, the
 active controller last, each position with its reason. Pure.
 
-The rule of thumb (../shared/reference/kafka-zk.md): the brokers in the ZooKeeper ISR of a
+The rule of thumb: the brokers in the ZooKeeper ISR of a
 partition with a stale id restart back to back, since that partition stays unavailable from
 the first of them until the last is back; a broker already out of those ISRs neither helps nor
 hurts them, so it comes after them. The model checks the rule on the cluster at hand: where

@@ -52,9 +52,7 @@ def plan_for(
 
 def files(broker: int, *partitions: str) -> list[str]:
     return sorted(
-        f"/data/{broker}/kafka/{p}/{name}"
-        for p in partitions
-        for name in ("partition.metadata", "leader-epoch-checkpoint")
+        f"/data/{broker}/kafka/{p}/{name}" for p in partitions for name in ("partition.metadata",)
     )
 
 
@@ -483,3 +481,20 @@ def test_fix_names_every_partition_it_would_make_unavailable() -> None:
     message = _unaccepted(plan_for(state, findings_for(state, kinds)))
     assert "orders-1 (step 2, after step 2)" in message
     assert "--accept-unavailable" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "deleted"),
+    [
+        ("topicid-mismatch", {"partition.metadata"}),
+        ("topicid-mismatch-both-files", {"partition.metadata", "leader-epoch-checkpoint"}),
+    ],
+)
+def test_the_default_deletes_only_partition_metadata_the_manual_procedure_both(
+    name: str, deleted: set[str]
+) -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=1)
+    findings = findings_for(state, {(2, "t", 0): "TOPIC_ID_MISMATCH"})
+    plan = plan_for(state, findings, playbook=load_playbook(name))
+    (step,) = plan.restarts
+    assert {path.rsplit("/", 1)[1] for path in step.files} == deleted
