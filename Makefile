@@ -69,9 +69,10 @@ test: setup lint typecheck
 fault-table: setup
 	$(BIN)/pytest -m fault --fault-table=$(FAULT_TABLE)
 
-# The demo runs the 3.4 emulation: there every replica keeps the old id, so the repair needs
-# no restart. DEMO_KAFKA=2.8 shows the case the planner refuses (see README, Limits).
-DEMO_KAFKA ?= 3.4
+# The demo runs the 2.8 emulation, the incident as it happens in the field: the repair keeps
+# ZooKeeper's id and restarts the brokers, the controller last. DEMO_KAFKA=3.4: every replica
+# keeps the old id there, and the repair is a restore with no restart.
+DEMO_KAFKA ?= 2.8
 demo: setup
 	-@$(BIN)/remediate sandbox down --dir $(DEMO_DIR) >/dev/null 2>&1
 	rm -rf $(DEMO_DIR)

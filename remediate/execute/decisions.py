@@ -93,16 +93,31 @@ def unconfigured_hosts_blocker(
     return None
 
 
+def rolled_replicas(names: Iterable[str]) -> frozenset[tuple[int, int]]:
+    """(broker, partition) of a restore step's `rolled_later` ("topic-N on broker B")."""
+    found = set()
+    for name in names:
+        partition, _, broker = name.rpartition(" on broker ")
+        number = partition.rpartition("-")[2]
+        if number.isdigit() and broker.isdigit():
+            found.add((int(broker), int(number)))
+    return frozenset(found)
+
+
 def disagreement_blocker(
     state: ClusterState,
     topic: str,
     expected: str,
     rows: Mapping[int, Sequence[ReplicaRow] | str],
+    *,
+    rolled: Collection[tuple[int, int]] = (),
+    rolled_id: str | None = None,
 ) -> str | None:
     """Why the replicas of `topic` do not all hold `expected`: every replica present,
     readable and holding it (or without the file yet: it takes ZooKeeper's id at its next
     LeaderAndIsr), and at least one holding it. `rows`: each host's replica rows, or why it
-    could not be inspected."""
+    could not be inspected. The replicas in `rolled` ((broker, partition): the plan restarts
+    them after the restore) may hold `rolled_id` instead, and nothing else."""
     if topic not in state.topics:
         return f"topic {topic} is gone"
     found: dict[tuple[int, int], str | None] = {}
@@ -119,6 +134,7 @@ def disagreement_blocker(
         for p, replicas in sorted(assignment.items())
         for b in replicas
         if found.get((b, p)) not in (expected, NO_FILE)
+        and not ((b, p) in rolled and rolled_id is not None and found.get((b, p)) == rolled_id)
     ]
     if bad:
         return f"replicas do not all hold {expected}: " + ", ".join(bad[:6])

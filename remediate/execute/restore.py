@@ -16,6 +16,7 @@ from remediate.execute.decisions import (
     agreement_blocker,
     disagreement_blocker,
     replica_hosts,
+    rolled_replicas,
     unconfigured_hosts_blocker,
 )
 from remediate.execute.stepbase import StepRun
@@ -98,7 +99,14 @@ class Restore(StepRun[RestoreStep]):
         rows: dict[int, tuple[ReplicaRow, ...] | str] = {
             r.broker_id: r.replicas if r.reachable else str(r.error) for r in reports
         }
-        return disagreement_blocker(state, topic, expected, rows)
+        return disagreement_blocker(
+            state,
+            topic,
+            expected,
+            rows,
+            rolled=rolled_replicas(self.step.rolled_later),
+            rolled_id=self.step.zk_topic_id,
+        )
 
     # -- the writes ---------------------------------------------------------------------------
 

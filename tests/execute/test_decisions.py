@@ -14,6 +14,7 @@ from remediate.execute.decisions import (
     disagreement_blocker,
     files_disagreeing,
     next_restart,
+    rolled_replicas,
     stale_holders,
     unconfigured_hosts_blocker,
 )
@@ -239,3 +240,26 @@ def test_stale_holders_leave_out_what_was_repaired() -> None:
     assert dict(held.by_partition) == {("orders", 0): {1}}
     assert stale_holders(Fingerprint(None, (), None), cluster, repaired=()).by_partition == {}
     assert NO_FILE == "no partition.metadata yet"
+
+
+def test_a_restore_with_a_roll_allows_exactly_the_rolled_replicas_the_old_id() -> None:
+    rows = {**AGREE, 3: [row("orders", 1, OTHER)]}
+    rolled = rolled_replicas(["orders-1 on broker 3"])
+    assert rolled == {(3, 1)}
+    assert (
+        disagreement_blocker(state(ORDERS), "orders", ZK, rows, rolled=rolled, rolled_id=OTHER)
+        is None
+    )
+    # Another id than the one ZooKeeper held before the restore still blocks.
+    assert (
+        disagreement_blocker(
+            state(ORDERS), "orders", ZK, rows, rolled=rolled, rolled_id="AAAAAAAAAAAAAAAAAAAABA"
+        )
+        == f"replicas do not all hold {ZK}: orders-1 on broker 3: {OTHER}"
+    )
+    # A replica not named in the roll still blocks.
+    other = {**AGREE, 2: [row("orders", 0, OTHER), row("orders", 1, ZK)]}
+    assert (
+        disagreement_blocker(state(ORDERS), "orders", ZK, other, rolled=rolled, rolled_id=OTHER)
+        == f"replicas do not all hold {ZK}: orders-0 on broker 2: {OTHER}"
+    )
