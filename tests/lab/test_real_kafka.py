@@ -130,7 +130,7 @@ def test_the_restore_prevents_the_incident_on_real_kafka(fresh_lab: None, zk: Ka
     assert set(file_ids().values()) == {zk_topic_id(zk)}
 
 
-def test_the_incident_on_real_kafka_is_found_and_an_unsafe_repair_refused(
+def test_the_incident_on_real_kafka_is_found_and_repaired(
     fresh_lab: None, zk: KazooClient
 ) -> None:
     reproduced = sh(str(LAB / "reproduce.sh"))
@@ -148,9 +148,16 @@ def test_the_incident_on_real_kafka_is_found_and_an_unsafe_repair_refused(
 
     before = file_bytes()
     code, plan = cli_json("plan")
-    assert code == 4, plan  # refused: see README, Limits
-    assert any("holds a topic id ZooKeeper no longer has" in r for r in plan["refusals"]), plan
+    assert code == 0 and not plan["refused"], plan
+    assert plan["steps"] and plan["steps"][-1]["is_controller"], plan
     dry_run = run_cli("fix", "-c", str(CONFIG))
-    assert dry_run.returncode == 4, dry_run.stdout[-3000:] + dry_run.stderr[-3000:]
-    assert file_bytes() == before
-    assert zk_topic_id(zk) == zk_id
+    assert dry_run.returncode in (0, 4), dry_run.stdout[-3000:] + dry_run.stderr[-3000:]
+    assert file_bytes() == before  # a dry run changes nothing
+    # The repair: --accept-unavailable only where the plan says it makes working partitions
+    # unavailable.
+    accept = ["--accept-unavailable"] if plan["newly_unavailable"] else []
+    fixed = run_cli("fix", "-c", str(CONFIG), "--yes", *accept)
+    assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    code, checked = cli_json("check")
+    assert code == 0, checked
+    assert set(file_ids().values()) == {zk_id}
