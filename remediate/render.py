@@ -209,15 +209,26 @@ def plan_markdown(
     for number, step in enumerate(plan.steps, 1):
         if isinstance(step, RestoreStep):
             lines += [
-                f"### {number}. Restore the topic id of `{step.topic}` (no restart)",
+                (
+                    f"### {number}. Have a new controller mint the id of `{step.topic}`"
+                    " (no restart)"
+                    if step.mint
+                    else f"### {number}. Restore the topic id of `{step.topic}` (no restart)"
+                ),
                 "",
                 f"Why: {step.reason}",
                 "",
                 "Actions: " + " → ".join(f"`{a}`" for a in step.actions),
                 "",
-                f"Write `{step.topic_id}` into `/brokers/topics/{step.topic}` (now"
-                f" {step.zk_topic_id or 'no id'}), only if the znode is still at version"
-                f" {step.znode_version}.",
+                (
+                    f"Nothing is written: the new controller mints the id of"
+                    f" `/brokers/topics/{step.topic}` (still at version {step.znode_version},"
+                    " and no replica with a partition.metadata, or nothing is done)."
+                    if step.mint
+                    else f"Write `{step.topic_id}` into `/brokers/topics/{step.topic}` (now"
+                    f" {step.zk_topic_id or 'no id'}), only if the znode is still at version"
+                    f" {step.znode_version}."
+                ),
                 "",
                 "Impact:",
                 "",

@@ -112,6 +112,7 @@ def disagreement_blocker(
     *,
     rolled: Collection[tuple[int, int]] = (),
     rolled_id: str | None = None,
+    require_one: bool = True,
 ) -> str | None:
     """Why the replicas of `topic` do not all hold `expected`: every replica present,
     readable and holding it (or without the file yet: it takes ZooKeeper's id at its next
@@ -138,8 +139,29 @@ def disagreement_blocker(
     ]
     if bad:
         return f"replicas do not all hold {expected}: " + ", ".join(bad[:6])
-    if expected not in found.values():
+    if require_one and expected not in found.values():
         return f"no replica holds {expected}"
+    return None
+
+
+def claimed_blocker(
+    state: ClusterState, topic: str, rows: Mapping[int, Sequence[ReplicaRow] | str]
+) -> str | None:
+    """Why a controller election may not mint a new id for `topic` now: ZooKeeper holds one
+    again, or a replica has written partition.metadata (it would reject the new id)."""
+    if topic not in state.topics:
+        return f"topic {topic} is gone"
+    if state.topics[topic].topic_id is not None:
+        return f"{topic} has a topic id in ZooKeeper again ({state.topics[topic].topic_id})"
+    for broker, broker_rows in sorted(rows.items()):
+        if isinstance(broker_rows, str):
+            return f"broker {broker} could not be inspected ({broker_rows})"
+        for row in broker_rows:
+            if row.topic == topic and row.dir_kind == "live" and row.metadata_state != "missing":
+                return (
+                    f"{topic}-{row.partition} on broker {broker} has a partition.metadata now"
+                    f" ({row.file_topic_id or row.metadata_state}): plan again"
+                )
     return None
 
 

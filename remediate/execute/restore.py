@@ -14,6 +14,7 @@ from remediate.errors import HaltedError, VersionConflictError, ZnodeMissingErro
 from remediate.execute import steps
 from remediate.execute.decisions import (
     agreement_blocker,
+    claimed_blocker,
     disagreement_blocker,
     replica_hosts,
     rolled_replicas,
@@ -52,7 +53,8 @@ class Restore(StepRun[RestoreStep]):
         for action in step.actions:
             key = self.key(action)
             if action == steps.GATE_AGREEMENT:
-                if recorder.finished(self.key(steps.ZK_WRITE_TOPIC_ID)):
+                done = steps.ZK_WRITE_CONTROLLER_ELECTION if step.mint else steps.ZK_WRITE_TOPIC_ID
+                if recorder.finished(self.key(done)):
                     continue
                 if not recorder.finished(key):
                     recorder.act(key, self.agreement_gate)
@@ -77,35 +79,47 @@ class Restore(StepRun[RestoreStep]):
     def agreement_gate(self) -> dict[str, Any]:
         state = self.probes.read()
         restored = {r.topic for r in self.plan.restores}
-        blocker = agreement_blocker(self.step, state, restored) or self.disagreement_blocker(
-            state, self.step.topic_id
+        blocker = agreement_blocker(self.step, state, restored) or (
+            self.claimed_blocker(state)
+            if self.step.mint
+            else self.disagreement_blocker(state, self.step.topic_id)
         )
         self.recorder.record("gate", step=str(self.gate_key), blocker=blocker)
         if blocker:
             raise HaltedError(f"restore of {self.step.topic} refused: {blocker}")
         return {"blocker": None}
 
-    def disagreement_blocker(self, state: ClusterState, expected: str) -> str | None:
+    def rows(self, state: ClusterState) -> dict[int, tuple[ReplicaRow, ...] | str]:
+        """Every replica host's rows, read at once, in parallel, as the scan collects them."""
+        reports = collect_brokers(
+            self.services.config,
+            replica_hosts(state, self.step.topic),
+            transport_for=self.services.transport_for,
+        )
+        return {r.broker_id: r.replicas if r.reachable else str(r.error) for r in reports}
+
+    def claimed_blocker(self, state: ClusterState) -> str | None:
+        """For a mint: the topic still has no id and no replica a partition.metadata."""
+        topic = self.step.topic
+        blocker = unconfigured_hosts_blocker(state, topic, self.services.config.broker_ids)
+        return blocker or claimed_blocker(state, topic, self.rows(state))
+
+    def disagreement_blocker(
+        self, state: ClusterState, expected: str, *, require_one: bool = True
+    ) -> str | None:
         """Every replica of the topic present, readable, and holding `expected`."""
         topic = self.step.topic
-        config = self.services.config
-        blocker = unconfigured_hosts_blocker(state, topic, config.broker_ids)
+        blocker = unconfigured_hosts_blocker(state, topic, self.services.config.broker_ids)
         if blocker:
             return blocker
-        # Every host at once, in parallel, as the scan collects them.
-        reports = collect_brokers(
-            config, replica_hosts(state, topic), transport_for=self.services.transport_for
-        )
-        rows: dict[int, tuple[ReplicaRow, ...] | str] = {
-            r.broker_id: r.replicas if r.reachable else str(r.error) for r in reports
-        }
         return disagreement_blocker(
             state,
             topic,
             expected,
-            rows,
+            self.rows(state),
             rolled=rolled_replicas(self.step.rolled_later),
             rolled_id=self.step.zk_topic_id,
+            require_one=require_one,
         )
 
     # -- the writes ---------------------------------------------------------------------------
@@ -158,7 +172,8 @@ class Restore(StepRun[RestoreStep]):
             return {"controller_epoch": before, "already": True}
         # A fresh check right before the election (a resumed run may come minutes later): no
         # topic may be without an id, or the new controller mints one no replica holds.
-        blocker = missing_id_blocker(probes.read(), restored=())
+        minted = {r.topic for r in self.plan.restores if r.mint}
+        blocker = missing_id_blocker(probes.read(), restored=minted)
         recorder.record("gate", step=str(key), blocker=blocker)
         if blocker:
             raise HaltedError(f"controller election refused: {blocker}")
@@ -195,6 +210,13 @@ class Restore(StepRun[RestoreStep]):
         step = self.step
         state = self.probes.read()
         topic = state.topics.get(step.topic)
+        if step.mint:
+            if topic is None or topic.topic_id is None:
+                raise HaltedError(f"{topic_path(step.topic)} still has no topic id")
+            blocker = self.disagreement_blocker(state, topic.topic_id, require_one=False)
+            if blocker:
+                raise HaltedError(f"topic {step.topic}: {blocker}")
+            return {"verified": step.topic, "topic_id": topic.topic_id, "minted": True}
         if topic is None or topic.topic_id != step.topic_id:
             raise HaltedError(f"{topic_path(step.topic)} does not hold {step.topic_id}")
         blocker = self.disagreement_blocker(state, step.topic_id)

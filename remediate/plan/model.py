@@ -179,6 +179,10 @@ class RestoreStep:
     # that follow (candidate "restore-id"); the executor's agreement check allows exactly these.
     rolled_later: tuple[str, ...] = ()
     predicted: Prediction = field(default_factory=Prediction)
+    # No id to write (ZooKeeper lost it before any replica wrote partition.metadata): only the
+    # controller election, whose new controller mints an id every replica takes. `topic_id`
+    # is then empty.
+    mint: bool = False
 
     kind = "restore"
     broker = None
@@ -202,6 +206,7 @@ class RestoreStep:
             "playbook": self.playbook,
             "rolled_later": list(self.rolled_later),
             "predicted": self.predicted.to_json(),
+            "mint": self.mint,
         }
 
 
@@ -312,6 +317,7 @@ def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
             playbook=str(s["playbook"]),
             rolled_later=tuple(s.get("rolled_later", ())),
             predicted=Prediction.from_json(s.get("predicted")),
+            mint=bool(s.get("mint", False)),
         )
     return RestartStep(
         broker=int(s["broker"]),

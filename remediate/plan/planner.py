@@ -45,6 +45,7 @@ from remediate.plan.restart import (
 from remediate.plan.restore import (
     agreements,
     is_restore_playbook,
+    mint_steps,
     restore_notes,
     restore_refusals,
     restore_steps,
@@ -277,6 +278,7 @@ def make_plan(
     why_not: dict[str, str] = {}
     if restore is not None:
         restores, why_not = restore_steps(state, found, restore, options)
+        restores += mint_steps(state, found, restore, options)
     unclaimed = {t for t in missing if found[t].unclaimed}
     brokers = sorted(
         set(known_brokers)

@@ -198,6 +198,55 @@ def restore_steps(
     return steps, why_not
 
 
+def mint_steps(
+    state: ClusterState,
+    found: Mapping[str, Agreement],
+    restore: Playbook,
+    options: PlanOptions,
+) -> list[RestoreStep]:
+    """Re-election steps for the topics that lost their id before any replica wrote
+    partition.metadata: harmless only while every replica can still take a new id, and the
+    running controller still holds the old one in memory, so its failover at any moment would
+    mint one anyway. Done now, on purpose, gated and journaled, it removes the hazard."""
+    steps = []
+    for topic, agreement in sorted(found.items()):
+        if not agreement.unclaimed or topic not in state.topics:
+            continue
+        if topic in restore.exclude_topics and topic not in options.include_topics:
+            continue
+        if state.topics[topic].topic_id is not None:
+            continue
+        steps.append(
+            RestoreStep(
+                topic=topic,
+                topic_id="",
+                zk_topic_id=None,
+                znode_version=state.topics[topic].znode_version,
+                reelect=True,
+                reason=(
+                    f"ZooKeeper lost the topic id of {topic} before any of its"
+                    f" {agreement.replicas} replicas wrote partition.metadata, while the running"
+                    " controller still holds the old id: have the controller re-elected now so"
+                    " the new one mints an id that every replica takes; no broker restarts"
+                ),
+                partitions=tuple(
+                    partition_name((topic, p))
+                    for p in sorted(state.topics[topic].assignment.partitions)
+                ),
+                actions=tuple(
+                    str(step) for step in restore.steps if str(step) != "zk-write topic-id"
+                ),
+                impact=(
+                    "one controller election: every broker receives LeaderAndIsr again;"
+                    " no partition loses an in-sync replica",
+                ),
+                playbook=restore.name,
+                mint=True,
+            )
+        )
+    return steps
+
+
 def is_restore_playbook(playbook: Playbook) -> bool:
     return any(step.verb == "zk-write" for step in playbook.steps)
 

@@ -130,9 +130,7 @@ def test_the_restore_prevents_the_incident_on_real_kafka(fresh_lab: None, zk: Ka
     assert set(file_ids().values()) == {zk_topic_id(zk)}
 
 
-def test_the_incident_on_real_kafka_is_found_and_repaired(
-    fresh_lab: None, zk: KazooClient
-) -> None:
+def test_the_incident_on_real_kafka_is_found_and_repaired(fresh_lab: None, zk: KazooClient) -> None:
     reproduced = sh(str(LAB / "reproduce.sh"))
     assert reproduced.returncode == 0, reproduced.stdout + reproduced.stderr
     assert "does not match the topic Id" in reproduced.stdout  # Kafka 2.8's own log line

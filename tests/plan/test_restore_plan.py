@@ -267,3 +267,23 @@ def test_a_candidate_that_is_not_possible_is_an_error_naming_the_possible_ones()
     assert {c.name for c in plan_for(state, findings).candidates} == {"keep-zk-id", "restore-id"}
     with pytest.raises(ValueError, match="possible"):
         plan_for(state, findings, candidate="no-such-candidate")
+
+
+def test_a_lost_id_no_replica_claims_gets_a_controller_election_that_mints_one() -> None:
+    state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2), "orders")
+    findings = [
+        replace(f, kind="METADATA_MISSING", file_topic_id=None, zk_topic_id=None)
+        if f.topic == "orders"
+        else f
+        for f in findings_for(state)
+    ]
+    findings.append(Finding(kind="ZK_TOPIC_ID_MISSING", cluster="c", topic="orders"))
+    plan = plan_for(state, findings)
+    assert not plan.refused, plan.refusals
+    (step,) = plan.steps
+    assert isinstance(step, RestoreStep)
+    assert (step.mint, step.reelect, step.topic_id) == (True, True, "")
+    assert "zk-write topic-id" not in step.actions
+    assert "zk-write controller-election" in step.actions
+    assert plan_from_json(plan.to_json()) == plan
+    assert "mints the id" in plan_markdown(plan)
