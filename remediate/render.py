@@ -141,7 +141,7 @@ def _candidates_markdown(plan: Plan) -> list[str]:
     ]
     for c in plan.candidates:
         lines.append(
-            f"| `{c.name}` | {'**yes**' if c.chosen else 'no'} | {c.restarts} |"
+            f"| `{c.name}` | {'**yes**' if c.chosen else 'no'} | {c.restarts} restart(s) |"
             f" {_names(c.newly_unavailable) or 'none'} | {c.unavailable_phases} |"
             f" {'yes' if c.converges else 'no'} |"
         )
