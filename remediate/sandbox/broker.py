@@ -132,6 +132,7 @@ class Broker:
             logs=logs,
             replica_lag_time_max_ms=settings.get_int("replica.lag.time.max.ms"),
             fetch_wait_max_ms=settings.get_int("replica.fetch.wait.max.ms"),
+            fetch_backoff_ms=settings.get_int("replica.fetch.backoff.ms"),
             min_isr_for=self._min_isr_for,
             send_alter_isr=self._send_alter_isr,
         )

@@ -24,6 +24,7 @@ SANDBOX_DEFAULTS: dict[str, str] = {
     "zookeeper.session.timeout.ms": "6000",  # Kafka: 18000
     "replica.lag.time.max.ms": "3000",  # Kafka: 30000
     "replica.fetch.wait.max.ms": "200",  # Kafka: 500
+    "replica.fetch.backoff.ms": "200",  # Kafka: 1000
     "replica.high.watermark.checkpoint.interval.ms": "1000",  # Kafka: 5000
     "controlled.shutdown.enable": "true",
     "controlled.shutdown.max.retries": "3",

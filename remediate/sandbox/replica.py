@@ -123,6 +123,7 @@ class ReplicaManager:
         logs: dict[TopicPartition, PartitionLog],
         replica_lag_time_max_ms: int,
         fetch_wait_max_ms: int,
+        fetch_backoff_ms: int,
         min_isr_for: Callable[[str], int],
         send_alter_isr: Callable[[list[dict[str, Any]]], dict[str, Any] | None],
     ) -> None:
@@ -132,6 +133,7 @@ class ReplicaManager:
         self.logs = logs
         self.lag_max_ms = replica_lag_time_max_ms
         self.fetch_wait_max_ms = fetch_wait_max_ms
+        self.fetch_backoff_ms = fetch_backoff_ms
         self.min_isr_for = min_isr_for
         self.send_alter_isr = send_alter_isr
         self.broker_epoch = -1
@@ -827,7 +829,12 @@ class FetcherManager:
 
 
 class FetcherThread(threading.Thread):
-    """Fetches every partition this broker follows from one leader, truncating first."""
+    """Fetches every partition this broker follows from one leader, truncating first.
+
+    A partition whose fetch or truncation fails is delayed on its own for
+    replica.fetch.backoff.ms while the others go on being fetched (AbstractFetcherThread's
+    delayPartitions); only a failed request backs the whole thread off.
+    """
 
     def __init__(self, replicas: ReplicaManager, leader: int, endpoint: tuple[str, int]) -> None:
         super().__init__(name=f"ReplicaFetcherThread-{replicas.broker_id}-{leader}", daemon=True)
@@ -835,54 +842,69 @@ class FetcherThread(threading.Thread):
         self.leader = leader
         self.endpoint = endpoint
         self.partitions: dict[TopicPartition, bool] = {}  # tp -> needs truncation
+        self.delayed: dict[TopicPartition, float] = {}  # tp -> monotonic time it may fetch again
         self._stopped = threading.Event()
         self._connection = wire.Connection(endpoint[0], endpoint[1], timeout=5.0)
 
     def add(self, tp: TopicPartition) -> None:
         self.partitions[tp] = True
+        self.delayed.pop(tp, None)
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
+        self.delayed.pop(tp, None)
 
     def stop(self) -> None:
         self._stopped.set()
         self._connection.close()
 
     def run(self) -> None:
-        backoff = 0.0
         while not self._stopped.is_set() and not self.replicas.stopping.is_set():
-            if backoff:
-                self._stopped.wait(backoff)
             try:
-                backoff = 0.0 if self._fetch_once() else 0.2
+                self._fetch_once()
             except wire.WireError:
-                backoff = 0.5
+                self._stopped.wait(self.replicas.fetch_backoff_ms / 1000)
             except Exception:  # a fetcher that died would leave its partitions out of the ISR
                 log.exception("[%s] Error in fetch; retrying", self.name)
-                backoff = 0.5
+                self._stopped.wait(self.replicas.fetch_backoff_ms / 1000)
 
-    def _fetch_once(self) -> bool:
+    def _delay(self, tp: TopicPartition) -> None:
+        self.delayed[tp] = time.monotonic() + self.replicas.fetch_backoff_ms / 1000
+
+    def _ready(self) -> list[TopicPartition]:
+        """The partitions not delayed now (a delay that has run out is dropped)."""
+        now = time.monotonic()
+        for tp, until in list(self.delayed.items()):
+            if until <= now:
+                self.delayed.pop(tp, None)
+        return [tp for tp in list(self.partitions) if tp not in self.delayed]
+
+    def _idle(self) -> None:
+        """Nothing to fetch: wait for the first delay to run out (or a moment for new work)."""
+        pending = [until for tp, until in list(self.delayed.items()) if tp in self.partitions]
+        wait = min(pending) - time.monotonic() if pending else 0.1
+        self._stopped.wait(min(max(0.01, wait), 0.1))
+
+    def _fetch_once(self) -> None:
         with self.replicas.lock:
             states = {
                 tp: state
-                for tp in list(self.partitions)
+                for tp in self._ready()
                 if (state := self.replicas.follower_fetch_state(tp, self.leader)) is not None
             }
-        if not states:
-            self._stopped.wait(0.1)
-            return True
         for tp, (_leo, epoch, _latest, high_watermark) in states.items():
-            if self.partitions.get(tp):
-                self._truncate(tp, epoch, high_watermark)
+            if self.partitions.get(tp) and not self._truncate(tp, epoch, high_watermark):
+                self._delay(tp)
         with self.replicas.lock:
             states = {
                 tp: state
-                for tp in list(self.partitions)
+                for tp in self._ready()
                 if not self.partitions.get(tp)
                 and (state := self.replicas.follower_fetch_state(tp, self.leader)) is not None
             }
         if not states:
-            return False
+            self._idle()
+            return
         request = {
             "api": "Fetch",
             "replica_id": self.replicas.broker_id,
@@ -895,7 +917,6 @@ class FetcherThread(threading.Thread):
         response = self._connection.call(
             request, timeout=5.0 + self.replicas.fetch_wait_max_ms / 1000
         )
-        healthy = True
         for result in response.get("partitions", []):
             tp = (result["topic"], result["partition"])
             epoch = states[tp][1] if tp in states else -1
@@ -904,27 +925,27 @@ class FetcherThread(threading.Thread):
             elif result["error"] == wire.OFFSET_OUT_OF_RANGE and tp in states:
                 self.replicas.truncate_follower(tp, epoch, result.get("log_end_offset", 0))
             else:
-                healthy = False
-        return healthy
+                self._delay(tp)
 
-    def _truncate(self, tp: TopicPartition, epoch: int, high_watermark: int) -> None:
+    def _truncate(self, tp: TopicPartition, epoch: int, high_watermark: int) -> bool:
         """Truncate a new follower's log before fetching (AbstractFetcherThread.maybeTruncate).
 
         Without leader epochs the follower truncates to its high watermark. Otherwise it asks
         the leader where its latest epoch ended; when the leader answers with an epoch the
         follower does not have, it truncates to where its own nearest epoch ended and asks
-        again, as Kafka does, until both agree.
+        again, as Kafka does, until both agree. False when the leader answered with an error
+        (the partition is then delayed and truncated again).
         """
         for _ in range(16):
             with self.replicas.lock:
                 partition = self.replicas.partitions.get(tp)
                 if partition is None or partition.log is None or partition.leader_epoch != epoch:
-                    return
+                    return True
                 leo = partition.log.log_end_offset
                 latest = partition.log.epochs.latest_epoch
             if latest is None:
                 self._finish_truncation(tp, epoch, high_watermark)
-                return
+                return True
             response = self._connection.call(
                 {
                     "api": "OffsetsForLeaderEpoch",
@@ -933,21 +954,22 @@ class FetcherThread(threading.Thread):
             )
             result = response["partitions"][0]
             if result["error"] != wire.NONE:
-                return
+                return False
             leader_epoch, leader_end = result["leader_epoch"], result["end_offset"]
             if leader_end == UNDEFINED_OFFSET:
                 self._finish_truncation(tp, epoch, high_watermark)
-                return
+                return True
             with self.replicas.lock:
                 own_epoch, own_end = partition.log.epochs.end_offset_for(leader_epoch, leo)
             if own_epoch == UNDEFINED_EPOCH:
                 self._finish_truncation(tp, epoch, min(leader_end, leo))
-                return
+                return True
             if own_epoch != leader_epoch:
                 self.replicas.truncate_follower(tp, epoch, min(own_end, leo))
                 continue
             self._finish_truncation(tp, epoch, min(own_end, leader_end, leo))
-            return
+            return True
+        return False
 
     def _finish_truncation(self, tp: TopicPartition, epoch: int, offset: int) -> None:
         self.replicas.truncate_follower(tp, epoch, offset)

@@ -168,11 +168,6 @@ def test_the_markdown_shows_both_candidates_and_every_unavailable_partition_with
         assert plan["digest"] in head, f"{partition} is not listed under the digest"
 
 
-# The repair under a producer runs on 3 brokers. On 5 brokers (RF 3) it halts today: after
-# broker 4's restart a partition the legacy client added (all replicas on ZooKeeper's id) does
-# not take it back into its ISR within the in-sync timeout; the plan and markdown tests above
-# still run on 5 brokers. Open in the issue tracker until understood.
-@pytest.mark.parametrize("reproduced", [3], indirect=True, ids=["3-brokers"])
 @pytest.mark.timeout(900)
 def test_fix_repairs_the_incident_under_an_acks_all_producer(reproduced: Reproduced) -> None:
     lab = reproduced

@@ -31,6 +31,7 @@ def _replica_manager(
         logs={},
         replica_lag_time_max_ms=30000,
         fetch_wait_max_ms=500,
+        fetch_backoff_ms=200,
         min_isr_for=lambda _: 1,
         send_alter_isr=send_alter_isr,
     )

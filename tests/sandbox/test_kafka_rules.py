@@ -7,7 +7,10 @@ emulator's ReplicaManager directly; rules that need the controller start a sandb
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -28,10 +31,11 @@ from tests.sandbox.helpers import replica_dirs, states, wait_until
 
 TOPIC = "rules"
 TP = (TOPIC, 0)
+BACKOFF_MS = 200  # replica.fetch.backoff.ms of the replica managers below
 
 
 def replica_manager(
-    log_dir: Path, kafka_version: str = "2.8", *, broker_id: int = 1
+    log_dir: Path, kafka_version: str = "2.8", *, broker_id: int = 1, fetch_wait_max_ms: int = 0
 ) -> ReplicaManager:
     """A broker's replica manager over `log_dir`, as loaded at startup; only fetchers run."""
     log_dirs, logs = load_log_dirs((log_dir,), kafka_version)
@@ -41,7 +45,8 @@ def replica_manager(
         log_dirs=log_dirs,
         logs=logs,
         replica_lag_time_max_ms=300,
-        fetch_wait_max_ms=0,
+        fetch_wait_max_ms=fetch_wait_max_ms,
+        fetch_backoff_ms=BACKOFF_MS,
         min_isr_for=lambda _topic: 2,
         send_alter_isr=lambda _partitions: None,
     )
@@ -245,6 +250,88 @@ def test_follower_at_newer_epoch_than_its_leader_gets_unknown_leader_epoch(
         assert leader.partitions[TP].followers[2].log_end_offset == -1
         assert leader.partitions[TP].high_watermark == 0
     finally:
+        follower.shutdown()
+        leader.shutdown()
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_partition_whose_fetch_fails_is_delayed_alone_and_the_others_keep_fetching(
+    tmp_path: Path,
+) -> None:
+    """AbstractFetcherThread.scala (processFetchRequest, handlePartitionsWithErrors,
+    delayPartitions): a partition whose fetch fails is delayed for replica.fetch.backoff.ms on
+    its own; the fetcher keeps fetching the leader's other partitions at once. Broker 2
+    follows broker 1 for two partitions: 0, where broker 2 is at a newer epoch than its leader
+    (UNKNOWN_LEADER_EPOCH every time), and 1, healthy, with broker 2 out of its ISR while a
+    producer appends to it all along. Broker 2 catches up with partition 1's high watermark and
+    the leader takes it into the ISR; partition 0's failed fetches are a backoff apart."""
+    (tmp_path / "leader").mkdir()
+    (tmp_path / "follower").mkdir()
+    topic_id = TopicId.random()
+
+    def request(epochs: dict[int, int], isr: list[int]) -> dict[str, Any]:
+        document = leader_and_isr(topic_id, leader_epoch=0, isr=isr)
+        (template,) = document["partitions"]
+        document["partitions"] = [
+            {**template, "partition": n, "leader_epoch": epoch, "zk_version": epoch}
+            for n, epoch in epochs.items()
+        ]
+        return document
+
+    leader = replica_manager(tmp_path / "leader")
+    answer = leader.handle_leader_and_isr(request({0: 5, 1: 5}, isr=[1]))
+    assert [error for _t, _p, error in answer["errors"]] == [wire.NONE, wire.NONE]
+    failed_at: list[float] = []
+
+    def serve_leader(message: dict[str, Any]) -> dict[str, Any]:
+        if message["api"] == "OffsetsForLeaderEpoch":
+            return leader.handle_offsets_for_leader_epoch(message)
+        response = leader.handle_fetch(message)
+        failed_at.extend(
+            time.monotonic()
+            for r in response["partitions"]
+            if r["partition"] == 0 and r["error"] == wire.UNKNOWN_LEADER_EPOCH
+        )
+        return response
+
+    stop = threading.Event()
+
+    def produce_to_partition_1() -> None:
+        while not stop.is_set():
+            leader.handle_produce(
+                {
+                    "topic": TOPIC,
+                    "partition": 1,
+                    "acks": 1,
+                    "timeout_ms": 300,
+                    "records": [["k", "v"]],
+                }
+            )
+            stop.wait(0.02)
+
+    port = zkserver.free_port("127.0.0.1")
+    server = wire.serve("127.0.0.1", port, serve_leader)
+    producer = threading.Thread(target=produce_to_partition_1, daemon=True)
+    producer.start()
+    follower = replica_manager(tmp_path / "follower", broker_id=2, fetch_wait_max_ms=100)
+    try:
+        follow = request({0: 6, 1: 5}, isr=[1])
+        follow["live_leaders"] = {"1": ["127.0.0.1", port]}
+        answer = follower.handle_leader_and_isr(follow)
+        assert [error for _t, _p, error in answer["errors"]] == [wire.NONE, wire.NONE]
+        healthy = leader.partitions[(TOPIC, 1)]
+        assert wait_until(lambda: healthy.pending_isr == (1, 2), timeout=15, interval=0.05), (
+            f"broker 2 never joined partition 1's ISR: its log end "
+            f"{healthy.followers[2].log_end_offset}, the high watermark {healthy.high_watermark}"
+        )
+        assert wait_until(lambda: len(failed_at) >= 3, timeout=15)
+        gaps = [b - a for a, b in itertools.pairwise(failed_at)]
+        assert min(gaps) >= 0.9 * BACKOFF_MS / 1000, gaps
+        assert leader.partitions[TP].followers[2].log_end_offset == -1
+    finally:
+        stop.set()
+        producer.join()
         follower.shutdown()
         leader.shutdown()
         server.shutdown()
