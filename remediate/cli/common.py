@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import click
 from rich.console import Console
@@ -36,6 +37,22 @@ log_json_option = click.option(
 master_option = click.option(
     "--spark-master", help="Spark master URL (default: cluster.yaml spark.master)."
 )
+ENGINES = ("spark", "duckdb")
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def engine_option(default: str) -> Callable[[F], F]:
+    """--engine: where the classification runs (the same rules on either)."""
+    return click.option(
+        "--engine",
+        type=click.Choice(ENGINES),
+        default=default,
+        show_default=True,
+        help="Classify on Spark (fleets, --spark-master) or on the embedded DuckDB engine (no"
+        " JVM: seconds on one cluster). Both run the same rules.",
+    )
+
+
 candidate_option = click.option(
     "--candidate",
     type=click.Choice(["auto", "keep-zk-id", "restore-id"]),

@@ -1,4 +1,4 @@
-"""`remediate scan` and `remediate check`: collect, classify on Spark, report."""
+"""`remediate scan` and `remediate check`: collect, classify (Spark or DuckDB), report."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from remediate.cli.common import master_option, out, status_line
+from remediate.cli.common import engine_option, master_option, out, status_line
 from remediate.config import load_cluster_config
 from remediate.scan.pipeline import collect_and_scan, scan_snapshots
 from remediate.scan.report import SEVERITY_RANK, ScanReport
@@ -101,6 +101,11 @@ def render(report: ScanReport) -> None:
         out.print(table)
 
 
+def _master_needs_spark(spark_master: str | None, engine: str) -> None:
+    if spark_master is not None and engine != "spark":
+        raise click.UsageError(f"--spark-master needs --engine spark (the engine is {engine})")
+
+
 def _num(value: int | None) -> str:
     return "" if value is None else str(value)
 
@@ -121,6 +126,7 @@ def _num(value: int | None) -> str:
     help="Keep the snapshot and write findings.jsonl and summary.json here.",
 )
 @master_option
+@engine_option("spark")
 @click.option("--all", "include_ok", is_flag=True, help="Include OK replicas in --json output.")
 @json_option
 def scan(
@@ -128,6 +134,7 @@ def scan(
     snapshots: tuple[Path, ...],
     out_dir: Path | None,
     spark_master: str | None,
+    engine: str,
     include_ok: bool,
     as_json: bool,
 ) -> int:
@@ -135,9 +142,10 @@ def scan(
 
     Exit codes: 0 healthy, 1 warning, 2 critical, 3 unknown.
     """
+    _master_needs_spark(spark_master, engine)
     if snapshots:
         report = scan_snapshots(
-            snapshots, out_dir=out_dir, master=spark_master, include_ok=include_ok
+            snapshots, out_dir=out_dir, master=spark_master, include_ok=include_ok, engine=engine
         )
     else:
         if config_path is None:
@@ -150,6 +158,7 @@ def scan(
                 master=spark_master,
                 include_ok=include_ok,
                 progress=progress,
+                engine=engine,
             ).report
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(include_ok=include_ok), indent=2) + "\n")
@@ -161,16 +170,18 @@ def scan(
 @click.command()
 @config_option
 @master_option
+@engine_option("duckdb")
 @json_option
-def check(config_path: Path | None, spark_master: str | None, as_json: bool) -> int:
+def check(config_path: Path | None, spark_master: str | None, engine: str, as_json: bool) -> int:
     """Monitoring form of scan: one line and Nagios exit codes.
 
     0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
     """
     if config_path is None:
         raise click.UsageError("give -c cluster.yaml")
+    _master_needs_spark(spark_master, engine)
     config = load_cluster_config(config_path)
-    report = collect_and_scan(config, master=spark_master).report
+    report = collect_and_scan(config, master=spark_master, engine=engine).report
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:

@@ -17,6 +17,7 @@ from remediate.collect.snapshot import BrokerReport
 from remediate.config import ClusterConfig
 from remediate.scan.report import ScanReport
 from remediate.scan.runner import DEFAULT_MASTER, run_scan
+from remediate.scan.session import BackgroundSession
 from remediate.state import ClusterState
 
 
@@ -47,28 +48,43 @@ def collect_and_scan(
     master: str | None = None,
     include_ok: bool = False,
     progress: Progress | None = None,
+    engine: str = "spark",
 ) -> ClusterScan:
-    """Collect `config`'s cluster and classify it; `master` overrides cluster.yaml's Spark.
+    """Collect `config`'s cluster and classify it on `engine` ("spark" or "duckdb"); `master`
+    overrides cluster.yaml's Spark.
 
     `progress` hears each stage as it starts and collection's own messages in between.
     With `out_dir`, the snapshot, findings.jsonl and summary.json are kept there.
     """
+    # Spark starts while the cluster is being read; run_scan stops it (close() if collect fails).
+    session = (
+        BackgroundSession(master or config.spark.master, config.spark.conf)
+        if engine == "spark"
+        else None
+    )
     with _snapshot_dir(out_dir) as snapshot:
         if progress is not None:
             progress(f"collecting {config.cluster}")
-        collected = collect(
-            config,
-            snapshot,
-            progress=None if progress is None else (lambda m: progress(f"collecting: {m}")),
-        )
+        try:
+            collected = collect(
+                config,
+                snapshot,
+                progress=None if progress is None else (lambda m: progress(f"collecting: {m}")),
+            )
+        except BaseException:
+            if session is not None:
+                session.close()
+            raise
         if progress is not None:
-            progress("classifying on Spark")
+            progress("classifying on Spark" if engine == "spark" else "classifying")
         report, _ = run_scan(
             [snapshot],
             master=master or config.spark.master,
             conf=config.spark.conf,
             out_dir=out_dir,
             include_ok=include_ok,
+            engine=engine,
+            session=session,
         )
     return ClusterScan(state=collected.state, brokers=collected.brokers, report=report)
 
@@ -79,9 +95,14 @@ def scan_snapshots(
     out_dir: Path | None = None,
     master: str | None = None,
     include_ok: bool = False,
+    engine: str = "spark",
 ) -> ScanReport:
     """Classify snapshots collected earlier (one per cluster: a fleet in one scan)."""
     report, _ = run_scan(
-        list(snapshots), master=master or DEFAULT_MASTER, out_dir=out_dir, include_ok=include_ok
+        list(snapshots),
+        master=master or DEFAULT_MASTER,
+        out_dir=out_dir,
+        include_ok=include_ok,
+        engine=engine,
     )
     return report

@@ -1,22 +1,23 @@
-"""Running the classification on Spark: local mode by default, a cluster with a master URL."""
+"""Running the classification: on Spark (local mode by default, a cluster with a master URL) or
+on the embedded DuckDB engine."""
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from remediate.collect.snapshot import read_meta
 from remediate.errors import ScanError
 from remediate.gcpause import gc_paused
 from remediate.scan.kinds import FindingKind
 from remediate.scan.report import ScanReport, build_report
+from remediate.scan.session import DEFAULT_MASTER, BackgroundSession, spark_session
 
-DEFAULT_MASTER = "local[*]"
+ENGINES = ("spark", "duckdb")
 
 
 @dataclass(frozen=True)
@@ -25,27 +26,28 @@ class ScanTimings:
     classify_s: float
 
 
-def spark_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None) -> object:
-    """A SparkSession for the scan; quiet, no UI, few shuffle partitions for small inputs."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # Quiet Spark (errors only, on stderr) and keep it on loopback.
-    os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).parent / "sparkconf"))
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession  # noqa: PLC0415 - Spark is only needed when scanning
+def _clusters(snapshot_dirs: Sequence[Path]) -> tuple[list[dict[str, Any]], list[str]]:
+    metas = [read_meta(d) for d in snapshot_dirs]
+    clusters = [str(m["cluster"]) for m in metas]
+    if len(set(clusters)) != len(clusters):
+        raise ScanError(f"two snapshots of the same cluster in one scan: {sorted(clusters)}")
+    return metas, clusters
 
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("remediate-scan")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
+
+def _report(
+    metas: list[dict[str, Any]],
+    clusters: list[str],
+    rows: tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]],
+    out_dir: Path | None,
+) -> ScanReport:
+    problems = [f"{m['cluster']}: {p}" for m in metas for p in m.get("problems", [])]
+    finding_rows, count_rows, broker_rows = rows
+    report = build_report(
+        finding_rows, count_rows, broker_rows, clusters=clusters, problems=problems
     )
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    if out_dir is not None:
+        write_results(out_dir, report)
+    return report
 
 
 def classify_snapshots(
@@ -62,10 +64,7 @@ def classify_snapshots(
     """
     from remediate.scan.job import classify  # noqa: PLC0415
 
-    metas = [read_meta(d) for d in snapshot_dirs]
-    clusters = [str(m["cluster"]) for m in metas]
-    if len(set(clusters)) != len(clusters):
-        raise ScanError(f"two snapshots of the same cluster in one scan: {sorted(clusters)}")
+    metas, clusters = _clusters(snapshot_dirs)
     started = time.monotonic()
     findings, counts, brokers = classify(spark, [str(d.resolve()) for d in snapshot_dirs])  # type: ignore[arg-type]
     wanted = (
@@ -79,13 +78,24 @@ def classify_snapshots(
         broker_rows = [row.asDict() for row in brokers.collect()]
     findings.unpersist()
     elapsed = time.monotonic() - started
-    problems = [f"{m['cluster']}: {p}" for m in metas for p in m.get("problems", [])]
-    report = build_report(
-        finding_rows, count_rows, broker_rows, clusters=clusters, problems=problems
-    )
-    if out_dir is not None:
-        write_results(out_dir, report)
+    report = _report(metas, clusters, (finding_rows, count_rows, broker_rows), out_dir)
     return report, elapsed
+
+
+def classify_on_duckdb(
+    snapshot_dirs: Sequence[Path], *, out_dir: Path | None = None, include_ok: bool = False
+) -> tuple[ScanReport, float]:
+    """The same classification on the embedded engine (no JVM); the report and the seconds."""
+    from remediate.scan import duck  # noqa: PLC0415
+
+    metas, clusters = _clusters(snapshot_dirs)
+    started = time.monotonic()
+    with gc_paused():
+        rows = duck.classify(
+            [d.resolve() for d in snapshot_dirs], include_ok=include_ok or out_dir is not None
+        )
+    elapsed = time.monotonic() - started
+    return _report(metas, clusters, rows, out_dir), elapsed
 
 
 def write_results(out_dir: Path, report: ScanReport) -> None:
@@ -105,14 +115,36 @@ def run_scan(
     conf: Mapping[str, str] | None = None,
     out_dir: Path | None = None,
     include_ok: bool = False,
+    engine: str = "spark",
+    session: BackgroundSession | None = None,
 ) -> tuple[ScanReport, ScanTimings]:
+    """Classify on `engine`: "spark" (`session`, already starting, or one started here on
+    `master`) or "duckdb". The Spark session is stopped before this returns."""
+    if engine == "duckdb":
+        report, elapsed = classify_on_duckdb(snapshot_dirs, out_dir=out_dir, include_ok=include_ok)
+        return report, ScanTimings(spark_startup_s=0.0, classify_s=elapsed)
+    if engine != "spark":
+        raise ScanError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
     started = time.monotonic()
-    spark = spark_session(master, conf)
-    startup = time.monotonic() - started
+    session = session or BackgroundSession(master, conf)
     try:
+        spark = session.get()
+        startup = time.monotonic() - started
         report, elapsed = classify_snapshots(
             spark, snapshot_dirs, out_dir=out_dir, include_ok=include_ok
         )
     finally:
-        spark.stop()  # type: ignore[attr-defined]
+        session.close()
     return report, ScanTimings(spark_startup_s=startup, classify_s=elapsed)
+
+
+__all__ = [
+    "DEFAULT_MASTER",
+    "ENGINES",
+    "ScanTimings",
+    "classify_on_duckdb",
+    "classify_snapshots",
+    "run_scan",
+    "spark_session",
+    "write_results",
+]

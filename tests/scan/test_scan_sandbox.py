@@ -20,8 +20,9 @@ from remediate.formats.logdir import PARTITION_METADATA
 from remediate.sandbox import admin, cluster, process
 from remediate.sandbox.reproduce import Incident, replica_file_ids
 from remediate.scan.report import ScanReport
-from remediate.scan.runner import classify_snapshots
+from remediate.scan.runner import classify_on_duckdb, classify_snapshots
 from tests.sandbox.helpers import replica_dirs, wait_until
+from tests.scan.test_engines import canonical
 
 pytestmark = pytest.mark.slow
 
@@ -30,9 +31,13 @@ MISMATCH = {"TOPIC_ID_MISMATCH", "TOPIC_ID_MISMATCH_OUT_OF_ISR"}
 
 
 def scan_sandbox(spark: Any, directory: Path, tmp: Path) -> ScanReport:
+    """The sandbox collected and classified on Spark; the embedded engine must agree on the
+    same snapshot (the differential test on the sandbox's own snapshots)."""
     config = load_cluster_config(directory / "cluster.yaml")
     collected = collect(config, tmp / "snapshot")
     report, _ = classify_snapshots(spark, [collected.directory], include_ok=True)
+    embedded, _ = classify_on_duckdb([collected.directory], include_ok=True)
+    assert canonical(embedded) == canonical(report)
     return report
 
 
