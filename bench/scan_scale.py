@@ -794,15 +794,16 @@ def breakdown_classify(spark: Any, snapshot: Path) -> dict[str, Any]:
     with CpuMeter() as meter:
         classify_snapshots(spark, [snapshot])
     result["classify_snapshots_again"] = meter.figures
-    findings, summary = classify(spark, [str(snapshot.resolve())])
+    findings, summary, brokers = classify(spark, [str(snapshot.resolve())])
     t0 = time.perf_counter()
     count = findings.count()
     t1 = time.perf_counter()
     rows = [row.asDict() for row in findings.collect()]
     t2 = time.perf_counter()
     summary_rows = [row.asDict() for row in summary.collect()]
+    broker_rows = [row.asDict() for row in brokers.collect()]
     t3 = time.perf_counter()
-    build_report(rows, summary_rows, clusters=["bench-scale"])
+    build_report(rows, summary_rows, broker_rows, clusters=["bench-scale"])
     t4 = time.perf_counter()
     non_ok = findings.where("kind <> 'OK'").collect()
     t5 = time.perf_counter()

@@ -51,9 +51,23 @@ def sandbox() -> None:
     "--kafka-version", type=click.Choice(["2.8", "3.4"]), default="2.8", show_default=True
 )
 @click.option("--log-dirs", "log_dirs", default=2, show_default=True, type=click.IntRange(1, 4))
+@click.option(
+    "--log-recovery-ms",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Emulated log recovery at every broker start, before it registers (real brokers take"
+    " tens of seconds).",
+)
 @json_option
 def up(
-    directory: Path, brokers: int, ssh: bool, kafka_version: str, log_dirs: int, as_json: bool
+    directory: Path,
+    brokers: int,
+    ssh: bool,
+    kafka_version: str,
+    log_dirs: int,
+    log_recovery_ms: int,
+    as_json: bool,
 ) -> None:
     """Start ZooKeeper and the brokers; write DIR/cluster.yaml. Safe to run twice."""
     with err.status("starting ZooKeeper and brokers"):
@@ -63,6 +77,9 @@ def up(
             kafka_version=kafka_version,
             log_dirs_per_broker=log_dirs,
             ssh=ssh,
+            properties={"sandbox.log.recovery.ms": str(log_recovery_ms)}
+            if log_recovery_ms
+            else None,
         )
     _show_status(directory, as_json)
 

@@ -114,6 +114,9 @@ class Broker:
                     "Found no clean shutdown file in %s; recovering unflushed segments", log_dir
                 )
         log_dirs, logs = load_log_dirs(settings.log_dirs, settings.kafka_version)
+        recovery_s = settings.get_int("sandbox.log.recovery.ms") / 1000.0
+        if recovery_s > 0 and self.shutdown_requested.wait(recovery_s):
+            raise FatalStartupError("shut down while loading logs")
         log.info("Loaded %d logs from %d log dirs", len(logs), len(log_dirs))
 
         session_timeout = settings.get_int("zookeeper.session.timeout.ms") / 1000.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,32 @@ def test_kafka_3_4_refuses_at_restart_and_writes_ids_at_log_creation(sandbox_dir
         assert all(result.restarted_broker not in s.isr for s in current.values())
     finally:
         incident.close()
+
+
+def test_an_emulated_log_recovery_delays_the_registration_and_a_stop_cuts_it_short(
+    sandbox_dir: Path,
+) -> None:
+    """`sandbox up --log-recovery-ms`: a starting broker loads its logs for that long before it
+    registers, as a real broker's log recovery does; a SIGTERM meanwhile stops it unregistered."""
+    up = run_cli(
+        "sandbox", "up", "--dir", str(sandbox_dir), "--brokers", "1", "--log-recovery-ms", "1500"
+    )
+    assert up.returncode == 0, up.stderr[-2000:]
+    settings = cluster.broker_settings(sandbox_dir, 1)
+    assert settings.get_int("sandbox.log.recovery.ms") == 1500
+    state = cluster.load_state(sandbox_dir)
+    zk = cluster.zk_client(state)
+    try:
+        assert cluster.stop_broker(sandbox_dir, 1)
+        started = time.monotonic()
+        cluster.start_broker(sandbox_dir, 1)
+        assert wait_until(lambda: zk.exists(f"{BROKER_IDS}/1") is not None, timeout=30)
+        assert time.monotonic() - started >= 1.5
+
+        assert cluster.stop_broker(sandbox_dir, 1)
+        cluster.start_broker(sandbox_dir, 1)
+        assert cluster.stop_broker(sandbox_dir, 1, timeout=10)
+        assert zk.exists(f"{BROKER_IDS}/1") is None
+    finally:
+        zk.stop()
+        zk.close()
