@@ -265,14 +265,24 @@ def collect_brokers(
 def collect(
     config: ClusterConfig, directory: Path, *, progress: Progress | None = None
 ) -> Collected:
-    """Read ZooKeeper and every broker, write the snapshot to `directory`."""
-    with session(zk_settings(config)) as zk:
+    """Read ZooKeeper and every broker, write the snapshot to `directory`.
+
+    The brokers' inventories run while ZooKeeper is read: their commands run on the brokers
+    (or in shells of their own) while this process spends its time in kazoo.
+    """
+    with (
+        gc_paused(),
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="inventories") as pool,
+    ):
+        inventories = pool.submit(
+            collect_brokers, config, transport_for=transports(config), progress=progress
+        )
+        with session(zk_settings(config)) as zk:
+            if progress is not None:
+                progress(f"reading ZooKeeper {config.zookeeper.connect}")
+            state = read_cluster_state(zk)
         if progress is not None:
-            progress(f"reading ZooKeeper {config.zookeeper.connect}")
-        state = read_cluster_state(zk)
-    if progress is not None:
-        progress(f"ZooKeeper: {len(state.topics)} topics, {len(state.partitions)} partitions")
-    with gc_paused():
-        reports = collect_brokers(config, transport_for=transports(config), progress=progress)
+            progress(f"ZooKeeper: {len(state.topics)} topics, {len(state.partitions)} partitions")
+        reports = inventories.result()
         write_snapshot(directory, cluster=config.cluster, state=state, brokers=reports)
     return Collected(directory, state, reports)

@@ -39,8 +39,8 @@ SMOKE: list[tuple[str, list[str], dict[str, type | tuple[type, ...]]]] = [
     ),
     (
         "apply_overhead.py",
-        ["--brokers", "3", "--partitions", "2", "--rounds", "1"],
-        {"tool_s": float, "floor_s": float, "ratio": float},
+        ["--brokers", "3", "--partitions", "2", "--rounds", "1", "--log-recovery-ms", "0"],
+        {"tool_s": float, "floor_s": float, "ratio": float, "dead_s": float, "fixed_s": float},
     ),
     (
         "check_latency.py",
