@@ -24,7 +24,7 @@ from remediate.execute.journal import COMPLETED, Journal, new_run_id, replay, ru
 from remediate.execute.lock import RunLock
 from remediate.execute.runner import Executor, RunOutcome, Services
 from remediate.logs import run_logger
-from remediate.plan import Plan, plan_from_json
+from remediate.plan import Plan, RestartStep, plan_from_json
 from remediate.playbook import Timeouts, load_playbook
 from remediate.ports import ZooKeeper
 from remediate.scan.report import ScanReport
@@ -100,6 +100,31 @@ def check_drift(config: ClusterConfig, zk: ZooKeeper, plan: Plan) -> None:
         )
 
 
+def require_stop_evidence(config: ClusterConfig, plan: Plan, *, rollback: bool = False) -> None:
+    """RefusedError, before anything changes, when the run would delete or restore files on a
+    broker and nothing could prove that broker's process down first.
+
+    Only the service's status command proves it. ZooKeeper alone does not: a broker whose
+    registration does not parse is missing from the cluster state, exactly as a stopped one
+    is, and files changed under a running broker are what the tool must never do.
+    """
+    if config.service.status is not None:
+        return
+    if rollback:
+        action = "puts back backed-up files"
+    else:
+        brokers = sorted({s.broker for s in plan.steps if isinstance(s, RestartStep) and s.files})
+        if not brokers:
+            return
+        action = "deletes files on broker(s) " + ", ".join(map(str, brokers))
+    raise RefusedError(
+        f"the run {action}, but cluster.yaml has no service.status command: nothing would"
+        " prove a broker's process is down before its files change (ZooKeeper cannot: a"
+        " registration that does not parse looks like a stopped broker). Add service.status;"
+        " nothing was changed"
+    )
+
+
 @contextmanager
 def locked_run(
     config: ClusterConfig,
@@ -108,6 +133,7 @@ def locked_run(
     journal: Journal | None = None,
     approved_by: str | None = None,
     resumed_by: str | None = None,
+    rollback: bool = False,
     log_json: bool = False,
     progress: Progress = lambda _message: None,
 ) -> Iterator[Executor]:
@@ -117,7 +143,9 @@ def locked_run(
     is checked against the plan's fingerprint, and the journal is created with the approval.
     With `journal`, that run again (resume, rollback): a crashed run's lock goes with its
     ZooKeeper session, so the wait is that long; `resumed_by` journals who resumed it.
+    `rollback`: the run is for a rollback (files put back).
     """
+    require_stop_evidence(config, plan, rollback=rollback)
     clock = SystemClock()
     root = Path(config.journal_dir)
     run_id = new_run_id(clock.now()) if journal is None else journal.run_id
@@ -209,7 +237,7 @@ def rollback_run(
     journal = Journal.open(Path(config.journal_dir), run_id)
     plan = plan_from_json(journal.plan())
     with locked_run(
-        config, plan, journal=journal, log_json=log_json, progress=progress
+        config, plan, journal=journal, rollback=True, log_json=log_json, progress=progress
     ) as executor:
         return executor.rollback(broker=broker)
 

@@ -148,6 +148,14 @@ class Probes:
         raise TransportError("unreachable")  # pragma: no cover
 
     def require_down(self, broker: int, what: str) -> None:
+        """Halt unless `broker` is proved down now: unregistered, and its status command says
+        its process is not running (without a status command nothing proves it; runs that
+        change files are refused before they start then, remediate/execute/locked.py)."""
+        if self.services.config.service.status is None:
+            raise HaltedError(
+                f"broker {broker}: no service.status command proves its process down; files"
+                f" are {what} only on a broker proved stopped"
+            )
         if not self.is_down(broker):
             raise HaltedError(
                 f"broker {broker} is running again: files are {what} only on a stopped broker"

@@ -62,6 +62,7 @@ def rollback(
             what=f"broker {target} to stop",
         )
         lock.ensure_held()
+        probes.require_down(target, "restored")
         paths = restore_backup(services.transport_for(target), backup, sudo=config.use_sudo(target))
         recorder.record("rollback-restored", step=key("restore"), restored=list(paths))
         probes.service(target, "start", done=partial(probes.registered, target))
