@@ -21,11 +21,18 @@ INT32_MAX = 2**31 - 1
 
 
 def load_object(data: bytes | None, *, source: str) -> JsonObject:
-    """Decode a znode's bytes into a JSON object, or raise FormatError."""
+    """Decode a znode's bytes into a JSON object, or raise FormatError.
+
+    As Kafka's Json.parseBytes (Jackson's readTree) reads them: the encoding detected from the
+    first bytes (UTF-8 with or without a byte-order mark, UTF-16 or UTF-32), the first JSON
+    value read, and whatever follows it ignored.
+    """
     if data is None or data == b"":
         raise FormatError(source, "data", "a JSON object", data)
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        text = data.decode(json.detect_encoding(data))
+        start = len(text) - len(text.lstrip(_WHITESPACE))
+        value, _end = _DECODER.raw_decode(text, start)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         # RecursionError: nesting deeper than Python's stack; Jackson refuses it as well.
         raise FormatError(source, "data", "a JSON object", data[:60]) from exc
@@ -37,6 +44,10 @@ def load_object(data: bytes | None, *, source: str) -> JsonObject:
 def _reject_constant(name: str) -> object:
     """NaN and Infinity are not JSON; Python accepts them, Jackson (Kafka's parser) does not."""
     raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_WHITESPACE = " \t\n\r"
 
 
 def dump(value: object) -> bytes:

@@ -95,12 +95,29 @@ def _replica_map(obj: JsonObject, *, source: str, field_name: str) -> dict[int, 
     return result
 
 
+def _replicas_of(
+    obj: JsonObject, name: str, keys: Mapping[int, str], *, source: str
+) -> dict[int, tuple[int, ...]]:
+    """`adding_replicas` or `removing_replicas` as Kafka reads them (TopicZNode.decode's
+    getReplicas): an object if present, and in it only the keys `partitions` uses, looked up
+    as the same strings; anything under other keys is never read."""
+    if name not in obj:
+        return {}
+    found = get_object(obj, name, source=source)
+    return {
+        partition: as_int_list(found[key], source=source, field=f"{name}.{key}")
+        for partition, key in keys.items()
+        if key in found
+    }
+
+
 def decode_topic(data: bytes | None, *, source: str) -> TopicAssignment:
-    """Read a topic znode of any version (1, 2 or 3): only `partitions` is required."""
+    """Read a topic znode of any version (1, 2 or 3) as Kafka's TopicZNode.decode does: a
+    missing `partitions` is an empty assignment."""
     obj = load_object(data, source=source)
-    partitions = _replica_map(
-        get_object(obj, "partitions", source=source), source=source, field_name="partitions"
-    )
+    listed = get_object(obj, "partitions", source=source) if "partitions" in obj else {}
+    partitions = _replica_map(listed, source=source, field_name="partitions")
+    keys = {_partition_key(key, source=source, field_name="partitions"): key for key in listed}
     topic_id: TopicId | None = None
     # Kafka reads a present key with `.to[String]` / `.asJsonObject`: null is an error, not absent.
     if "topic_id" in obj:
@@ -108,20 +125,8 @@ def decode_topic(data: bytes | None, *, source: str) -> TopicAssignment:
         if not isinstance(raw_id, str):
             raise FormatError(source, "topic_id", "a string", raw_id)
         topic_id = parse_topic_id(raw_id, source=source, field="topic_id")
-    adding: dict[int, tuple[int, ...]] = {}
-    removing: dict[int, tuple[int, ...]] = {}
-    if "adding_replicas" in obj:
-        adding = _replica_map(
-            get_object(obj, "adding_replicas", source=source),
-            source=source,
-            field_name="adding_replicas",
-        )
-    if "removing_replicas" in obj:
-        removing = _replica_map(
-            get_object(obj, "removing_replicas", source=source),
-            source=source,
-            field_name="removing_replicas",
-        )
+    adding = _replicas_of(obj, "adding_replicas", keys, source=source)
+    removing = _replicas_of(obj, "removing_replicas", keys, source=source)
     version = obj.get("version")
     return TopicAssignment(
         partitions=partitions,

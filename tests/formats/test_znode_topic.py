@@ -117,7 +117,6 @@ def test_decode_topic(doc: dict[str, Any], expected: TopicAssignment) -> None:
 @pytest.mark.parametrize(
     ("doc", "field"),
     [
-        pytest.param({"version": 3}, "partitions", id="partitions-missing"),
         pytest.param({"partitions": None}, "partitions", id="partitions-null"),
         pytest.param({"partitions": [[1, 2]]}, "partitions", id="partitions-list"),
         pytest.param({"partitions": {"x": [1]}}, "partitions", id="partition-key-not-int"),
@@ -148,10 +147,7 @@ def test_decode_topic(doc: dict[str, Any], expected: TopicAssignment) -> None:
             {"partitions": {}, "adding_replicas": None}, "adding_replicas", id="adding-null"
         ),
         pytest.param(
-            {"partitions": {}, "adding_replicas": {"x": [1]}}, "adding_replicas", id="adding-key"
-        ),
-        pytest.param(
-            {"partitions": {}, "adding_replicas": {"0": [False]}},
+            {"partitions": {"0": [1]}, "adding_replicas": {"0": [False]}},
             "adding_replicas.0",
             id="adding-bool",
         ),
@@ -159,7 +155,7 @@ def test_decode_topic(doc: dict[str, Any], expected: TopicAssignment) -> None:
             {"partitions": {}, "removing_replicas": "none"}, "removing_replicas", id="removing-str"
         ),
         pytest.param(
-            {"partitions": {}, "removing_replicas": {"1": ["2"]}},
+            {"partitions": {"1": [2]}, "removing_replicas": {"1": ["2"]}},
             "removing_replicas.1",
             id="removing-string-id",
         ),
@@ -179,6 +175,52 @@ def test_decode_topic_rejects(doc: dict[str, Any], field: str) -> None:
 )
 def test_decode_topic_rejects_bad_data(data: bytes | None) -> None:
     expect_format_error(lambda: decode_topic(data, source=TOPIC), source=TOPIC, field="data")
+
+
+# What Kafka's TopicZNode.decode accepts that a stricter reader would refuse (Json.parseBytes
+# reads the first JSON value with the encoding Jackson detects; `partitions` may be absent;
+# adding/removing replicas are looked up only under the keys `partitions` uses).
+V3 = b'{"version":3,"partitions":{"0":[1,2]},"topic_id":"' + TOPIC_ID_TEXT.encode() + b'"}'
+
+
+@pytest.mark.parametrize(
+    ("data", "partitions", "adding"),
+    [
+        pytest.param(V3 + b" x", {0: (1, 2)}, {}, id="trailing-junk"),
+        pytest.param(V3 + b'{"partitions":{}}', {0: (1, 2)}, {}, id="second-object"),
+        pytest.param(b" \n" + V3 + b"\n", {0: (1, 2)}, {}, id="surrounding-whitespace"),
+        pytest.param(b"\xef\xbb\xbf" + V3, {0: (1, 2)}, {}, id="utf8-bom"),
+        pytest.param(V3.decode().encode("utf-16-le"), {0: (1, 2)}, {}, id="utf16-le"),
+        pytest.param(V3.decode().encode("utf-16"), {0: (1, 2)}, {}, id="utf16-bom"),
+        pytest.param(V3.decode().encode("utf-32-be"), {0: (1, 2)}, {}, id="utf32-be"),
+        pytest.param(b'{"version":1}', {}, {}, id="no-partitions"),
+        pytest.param(
+            b'{"partitions":{"0":[1]},"adding_replicas":{"x":[1],"5":"junk"}}',
+            {0: (1,)},
+            {},
+            id="adding-junk-under-other-keys",
+        ),
+        pytest.param(
+            b'{"partitions":{"0":[1,2]},"adding_replicas":{"00":[2]}}',
+            {0: (1, 2)},
+            {},
+            id="adding-key-looked-up-as-written",
+        ),
+        pytest.param(
+            b'{"partitions":{"00":[1,2]},"adding_replicas":{"00":[2]}}',
+            {0: (1, 2)},
+            {0: (2,)},
+            id="adding-key-same-string",
+        ),
+    ],
+)
+def test_decode_topic_accepts_what_kafka_accepts(
+    data: bytes, partitions: dict[int, tuple[int, ...]], adding: dict[int, tuple[int, ...]]
+) -> None:
+    assignment = decode_topic(data, source=TOPIC)
+    assert dict(assignment.partitions) == partitions
+    assert dict(assignment.adding_replicas) == adding
+    assert dict(assignment.removing_replicas) == {}
 
 
 def test_encode_topic_v3_with_id() -> None:
@@ -232,9 +274,19 @@ def test_topic_round_trip(
     adding: dict[int, tuple[int, ...]],
     removing: dict[int, tuple[int, ...]],
 ) -> None:
+    # Kafka reads adding/removing replicas only for the partitions in `partitions`: what it
+    # would write round-trips, and entries under other keys are never read.
+    listed = {
+        "adding": {p: r for p, r in adding.items() if p in partitions},
+        "removing": {p: r for p, r in removing.items() if p in partitions},
+    }
+    written = TopicAssignment(partitions, topic_id, listed["adding"], listed["removing"])
+    assert decode_topic(encode_topic(written), source=TOPIC) == dataclasses.replace(
+        written, version=3
+    )
     assignment = TopicAssignment(partitions, topic_id, adding, removing)
     decoded = decode_topic(encode_topic(assignment), source=TOPIC)
-    assert decoded == dataclasses.replace(assignment, version=3)
+    assert decoded == dataclasses.replace(written, version=3)
     legacy = decode_topic(encode_topic_legacy(partitions), source=TOPIC)
     assert legacy == TopicAssignment(partitions, None, {}, {}, 1)
 
@@ -295,7 +347,6 @@ def test_with_topic_id_keeps_every_other_field(
     ("data", "field"),
     [
         pytest.param(b"", "data", id="empty"),
-        pytest.param(as_bytes({"version": 1}), "partitions", id="no-partitions"),
         pytest.param(as_bytes({"partitions": {"x": [1]}}), "partitions", id="bad-partition-key"),
         pytest.param(
             as_bytes({"partitions": {}, "adding_replicas": []}), "adding_replicas", id="bad-adding"
@@ -303,6 +354,7 @@ def test_with_topic_id_keeps_every_other_field(
     ],
 )
 def test_with_topic_id_never_writes_back_what_kafka_cannot_read(data: bytes, field: str) -> None:
+    """(A topic znode without `partitions` is one Kafka reads, as an empty assignment.)"""
     expect_format_error(
         lambda: with_topic_id(data, TOPIC_ID, source=TOPIC), source=TOPIC, field=field
     )
@@ -323,6 +375,8 @@ def test_with_topic_id_changes_nothing_but_the_id(
     removing: dict[int, tuple[int, ...]],
     topic_id: TopicId,
 ) -> None:
+    adding = {p: r for p, r in adding.items() if p in partitions}
+    removing = {p: r for p, r in removing.items() if p in partitions}
     before = TopicAssignment(partitions, old_id, adding, removing)
     written = decode_topic(
         with_topic_id(encode_topic(before), topic_id, source=TOPIC), source=TOPIC
