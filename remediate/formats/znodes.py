@@ -15,6 +15,8 @@ from typing import Any
 from remediate.errors import FormatError
 from remediate.formats.javanum import parse_java_int
 from remediate.formats.jsonutil import (
+    INT32_MAX,
+    INT32_MIN,
     JsonObject,
     as_int,
     as_int_list,
@@ -272,9 +274,10 @@ def parse_endpoint(text: object, *, source: str, field_name: str = "endpoints") 
     match = _ENDPOINT.fullmatch(text)
     if not match:
         raise FormatError(source, field_name, "LISTENER://host:port", text)
+    # EndPoint.scala: the port is Integer.parseInt's; any int, negative ones included.
     port = parse_java_int(match["port"])
-    if port is None or not 0 <= port <= 65535:
-        raise FormatError(source, field_name, "a port between 0 and 65535", match["port"])
+    if port is None:
+        raise FormatError(source, field_name, "a port that is a 32-bit integer", match["port"])
     return Endpoint(match["listener"].upper(), match["host"], port)
 
 
@@ -314,31 +317,24 @@ def decode_broker(
     jmx_port = get_int(obj, "jmx_port", source=source)
     protocol_map: dict[str, str] = {}
     if version == 1:
-        endpoints: tuple[Endpoint, ...] = (
-            Endpoint(
-                "PLAINTEXT",
-                get_str(obj, "host", source=source),
-                get_int(obj, "port", source=source),
-            ),
-        )
+        host: str | None = get_str(obj, "host", source=source)
+        port = get_int(obj, "port", source=source)
+        endpoints: tuple[Endpoint, ...] = (Endpoint("PLAINTEXT", host or "", port),)
     else:
+        # Kafka reads host and port only at version 1; here they are kept when well-formed.
         endpoints, protocol_map = _broker_endpoints(obj, source=source)
-    host = obj.get("host")
-    if host is not None and not isinstance(host, str):
-        raise FormatError(source, "host", "a string or null", host)
+        host = obj.get("host") if isinstance(obj.get("host"), str) else None
+        port = _lenient_int(obj.get("port"), -1)
     rack = obj.get("rack")
     if rack is not None and not isinstance(rack, str):
         raise FormatError(source, "rack", "a string or null", rack)
-    timestamp = obj.get("timestamp", "0")
-    timestamp_ms = parse_java_int(timestamp, (0, 2**63 - 1)) if isinstance(timestamp, str) else None
-    if timestamp_ms is None:
-        raise FormatError(source, "timestamp", "milliseconds as a string", timestamp)
+    _check_features(obj, source=source)
     return BrokerRegistration(
         broker_id=broker_id,
         endpoints=endpoints,
         host=host,
-        port=get_int(obj, "port", source=source, default=-1),
-        timestamp_ms=timestamp_ms,
+        port=port,
+        timestamp_ms=_timestamp(obj),
         rack=rack,
         jmx_port=jmx_port,
         version=version,
@@ -362,6 +358,11 @@ def _broker_endpoints(
     if not isinstance(raw_endpoints, list):
         raise FormatError(source, "endpoints", "a list of LISTENER://host:port", raw_endpoints)
     endpoints = tuple(parse_endpoint(e, source=source) for e in raw_endpoints)
+    names = [e.listener for e in endpoints]
+    duplicated = sorted({name for name in names if names.count(name) > 1})
+    if duplicated:
+        # Kafka refuses two endpoints with one listener name (names are upper-cased first).
+        raise FormatError(source, "endpoints", "one endpoint per listener name", duplicated)
     listeners = protocol_map if map_field in obj else SECURITY_PROTOCOLS
     for endpoint in endpoints:
         if endpoint.listener not in listeners:
@@ -369,6 +370,41 @@ def _broker_endpoints(
                 source, "endpoints", f"a listener named in {map_field}", str(endpoint)
             )
     return endpoints, dict(protocol_map)
+
+
+def _lenient_int(value: object, default: int) -> int:
+    """A field Kafka never reads: its value when it is a 32-bit int, else `default`."""
+    if isinstance(value, int) and not isinstance(value, bool) and INT32_MIN <= value <= INT32_MAX:
+        return value
+    return default
+
+
+def _timestamp(obj: JsonObject) -> int:
+    """`timestamp`, which Kafka never reads: milliseconds when it is a string of them, else 0."""
+    timestamp = obj.get("timestamp")
+    parsed = parse_java_int(timestamp, (0, 2**63 - 1)) if isinstance(timestamp, str) else None
+    return 0 if parsed is None else parsed
+
+
+def _check_features(obj: JsonObject, *, source: str) -> None:
+    """`features` as Kafka reads it (BrokerIdZNode.decode, SupportedVersionRange): absent or
+    null, or an object of feature names to {min_version, max_version} ints with
+    0 <= min_version <= max_version (Kafka 3.4's BaseVersionRange; 2.8's also refused 0)."""
+    features = obj.get("features")
+    if features is None:
+        return
+    expected = "an object of features, each {min_version, max_version} with 0 <= min <= max"
+    if not isinstance(features, dict):
+        raise FormatError(source, "features", expected, features)
+    for name, bounds in features.items():
+        if not isinstance(bounds, dict):
+            raise FormatError(source, f"features.{name}", expected, bounds)
+        low, high = bounds.get("min_version"), bounds.get("max_version")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+            raise FormatError(source, f"features.{name}", expected, bounds)
+        assert isinstance(low, int) and isinstance(high, int)
+        if not 0 <= low <= high <= 32767:
+            raise FormatError(source, f"features.{name}", expected, bounds)
 
 
 def encode_broker(registration: BrokerRegistration) -> bytes:
@@ -409,20 +445,19 @@ class ControllerRegistration:
 
 
 def decode_controller(data: bytes | None, *, source: str = CONTROLLER) -> ControllerRegistration:
+    """Read `/controller` as ControllerZNode.decode does: only `brokerid` is read (and must be
+    an int); `timestamp`, `version` and `kraftControllerEpoch` are kept when well-formed."""
     obj = load_object(data, source=source)
-    timestamp = obj.get("timestamp", "0")
-    timestamp_ms = parse_java_int(timestamp, (0, 2**63 - 1)) if isinstance(timestamp, str) else None
-    if timestamp_ms is None:
-        raise FormatError(source, "timestamp", "milliseconds as a string", timestamp)
     kraft_epoch = obj.get("kraftControllerEpoch")
-    has_kraft_epoch = "kraftControllerEpoch" in obj
     return ControllerRegistration(
         broker_id=get_int(obj, "brokerid", source=source),
-        timestamp_ms=timestamp_ms,
-        version=get_int(obj, "version", source=source, default=1),
+        timestamp_ms=_timestamp(obj),
+        version=_lenient_int(obj.get("version"), 1),
         kraft_controller_epoch=(
-            as_int(kraft_epoch, source=source, field="kraftControllerEpoch")
-            if has_kraft_epoch
+            kraft_epoch
+            if isinstance(kraft_epoch, int)
+            and not isinstance(kraft_epoch, bool)
+            and INT32_MIN <= kraft_epoch <= INT32_MAX
             else None
         ),
     )

@@ -107,9 +107,6 @@ def test_parse_endpoint(text: str, expected: Endpoint, formatted: str | None) ->
         pytest.param("PLAINTEXT://h:9092 ", id="trailing-space"),
         pytest.param("PLAIN\nTEXT://h:9092", id="newline-in-listener"),
         pytest.param("PLAINTEXT://h:99999999999", id="port-overflows-int"),
-        # Kafka's regex takes negative ports (for its unit tests); no real broker listens there.
-        pytest.param("PLAINTEXT://h:-1", id="negative-port"),
-        pytest.param("PLAINTEXT://h:65536", id="port-above-65535"),
         pytest.param(9092, id="not-a-string"),
         pytest.param(None, id="null"),
     ],
@@ -215,6 +212,38 @@ def test_decode_broker(doc: dict[str, Any], changes: dict[str, Any]) -> None:
     assert registration == dataclasses.replace(V5_REGISTRATION, **changes)
 
 
+# Fields Kafka's BrokerIdZNode.decode never reads (timestamp; host and port at version >= 2)
+# and endpoint ports it accepts (EndPoint.scala: any int, negative ones included).
+@pytest.mark.parametrize(
+    ("doc", "host", "port", "endpoint_port"),
+    [
+        pytest.param({**V5, "timestamp": 1650000000000}, "h", 9092, 9092, id="timestamp-number"),
+        pytest.param({**V5, "timestamp": "soon"}, "h", 9092, 9092, id="timestamp-text"),
+        pytest.param({**V5, "timestamp": None}, "h", 9092, 9092, id="timestamp-null"),
+        pytest.param({**V5, "host": 1}, None, 9092, 9092, id="host-number-v5"),
+        pytest.param({**V5, "port": "9092"}, "h", -1, 9092, id="port-string-v5"),
+        pytest.param(
+            {**V5, "endpoints": ["PLAINTEXT://h:70000"]}, "h", 9092, 70000, id="port-above-65535"
+        ),
+        pytest.param({**V5, "endpoints": ["PLAINTEXT://h:-1"]}, "h", 9092, -1, id="port-negative"),
+        pytest.param({**V5, "features": None}, "h", 9092, 9092, id="features-null"),
+        pytest.param(
+            {**V5, "features": {"f": {"min_version": 0, "max_version": 0}}},
+            "h",
+            9092,
+            9092,
+            id="features-zero",
+        ),
+    ],
+)
+def test_decode_broker_accepts_what_kafka_accepts(
+    doc: dict[str, Any], host: str | None, port: int, endpoint_port: int
+) -> None:
+    registration = decode_broker(1, as_bytes(doc), source=BROKER)
+    assert (registration.host, registration.port) == (host, port)
+    assert [e.port for e in registration.endpoints] == [endpoint_port]
+
+
 @pytest.mark.parametrize(
     ("doc", "field"),
     [
@@ -267,11 +296,33 @@ def test_decode_broker(doc: dict[str, Any], changes: dict[str, Any]) -> None:
         ),
         pytest.param({**V5, "jmx_port": "-1"}, "jmx_port", id="jmx-port-string"),
         pytest.param({**V5, "rack": 1}, "rack", id="rack-number"),
-        pytest.param({**V5, "host": 1}, "host", id="host-number"),
-        pytest.param({**V5, "port": "9092"}, "port", id="port-string"),
-        pytest.param({**V5, "timestamp": 1650000000000}, "timestamp", id="timestamp-number"),
-        pytest.param({**V5, "timestamp": "soon"}, "timestamp", id="timestamp-text"),
-        pytest.param({**V5, "timestamp": "-1"}, "timestamp", id="timestamp-negative"),
+        # Refused by Kafka: two endpoints with one listener name (upper-cased first), and a
+        # features map that is not {name: {min_version, max_version}} with min <= max.
+        pytest.param(
+            {**V5, "endpoints": ["PLAINTEXT://a:1", "PLAINTEXT://b:2"]},
+            "endpoints",
+            id="duplicate-listener",
+        ),
+        pytest.param(
+            {**V5, "endpoints": ["PLAINTEXT://a:1", "plaintext://b:2"]},
+            "endpoints",
+            id="duplicate-listener-case",
+        ),
+        pytest.param({**V5, "features": []}, "features", id="features-not-a-map"),
+        pytest.param(
+            {**V5, "features": {"f": {"min_version": 3, "max_version": 2}}},
+            "features.f",
+            id="features-min-above-max",
+        ),
+        pytest.param(
+            {**V5, "features": {"f": {"min_version": 1}}}, "features.f", id="features-no-max"
+        ),
+        pytest.param(
+            {**V5, "features": {"f": {"min_version": -1, "max_version": 2}}},
+            "features.f",
+            id="features-negative",
+        ),
+        pytest.param({**V5, "features": {"f": 3}}, "features.f", id="features-not-a-range"),
         pytest.param({"version": 1, "port": 9092, "jmx_port": -1}, "host", id="v1-no-host"),
         pytest.param(
             {"version": 1, "host": "h", "port": "x", "jmx_port": -1}, "port", id="v1-port"
@@ -398,22 +449,37 @@ def test_decode_controller(doc: dict[str, Any], expected: ControllerRegistration
         pytest.param({"brokerid": "1"}, "brokerid", id="brokerid-string"),
         pytest.param({"brokerid": True}, "brokerid", id="brokerid-bool"),
         pytest.param({"brokerid": 1.5}, "brokerid", id="brokerid-float"),
-        pytest.param({"brokerid": 1, "version": "2"}, "version", id="version-string"),
-        pytest.param(
-            {"brokerid": 1, "kraftControllerEpoch": "x"}, "kraftControllerEpoch", id="kraft-string"
-        ),
-        pytest.param(
-            {"brokerid": 1, "kraftControllerEpoch": None}, "kraftControllerEpoch", id="kraft-null"
-        ),
-        pytest.param(
-            {"brokerid": 1, "kraftControllerEpoch": False}, "kraftControllerEpoch", id="kraft-bool"
-        ),
-        pytest.param({"brokerid": 1, "timestamp": 5}, "timestamp", id="timestamp-number"),
-        pytest.param({"brokerid": 1, "timestamp": "now"}, "timestamp", id="timestamp-text"),
     ],
 )
 def test_decode_controller_rejects(doc: dict[str, Any], field: str) -> None:
     expect_format_error(lambda: decode_controller(as_bytes(doc)), source=CONTROLLER, field=field)
+
+
+# ControllerZNode.decode reads only `brokerid`; the other fields are kept when well-formed.
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        pytest.param(
+            b'{"version":"2","brokerid":3,"timestamp":5,"kraftControllerEpoch":"x"}',
+            ControllerRegistration(3, 0, 1, None),
+            id="every-other-field-malformed",
+        ),
+        pytest.param(
+            b'{"brokerid":3,"kraftControllerEpoch":null,"timestamp":"now"}',
+            ControllerRegistration(3, 0, 1, None),
+            id="kraft-null",
+        ),
+        pytest.param(
+            b'{"version":1,"brokerid":3,"timestamp":"7"} {"brokerid":4}',
+            ControllerRegistration(3, 7, 1, None),
+            id="trailing-second-object",
+        ),
+    ],
+)
+def test_decode_controller_accepts_what_kafka_accepts(
+    data: bytes, expected: ControllerRegistration
+) -> None:
+    assert decode_controller(data) == expected
 
 
 @pytest.mark.parametrize("data", [None, b"", b"1", b"{"], ids=repr)
