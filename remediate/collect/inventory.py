@@ -89,7 +89,7 @@ from remediate.formats.logdir import (
 FORMAT_VERSION = 1
 HEADER = "remediate-inventory"
 TRAILER = "end"
-DEFAULT_MAX_CONTENT_BYTES = 4096
+DEFAULT_MAX_CONTENT_BYTES = 8192  # Kafka's reader decodes partition.metadata 8 KiB at a time
 DEFAULT_EPOCH_TAIL_LINES = 3
 DEFAULT_STATE_CHANGE_TAIL_BYTES = 1024 * 1024
 EPOCH_HEAD_LINES = 2
@@ -702,7 +702,8 @@ def classify_metadata(entry: DirEntry) -> MetadataFinding:
 
     The content is the lines awk read joined with b"\\n" (see the module docstring): a final
     newline is lost and "\\r" stays at line ends, neither of which changes Kafka's verdict.
-    A truncated file is corrupt: Kafka writes about 40 bytes.
+    A file longer than the inventory reads is judged on what was read, as Kafka judges it on
+    its first two lines: it is corrupt only when those do not end within it.
     """
     metadata = entry.metadata
     if metadata.state == "absent":
@@ -711,12 +712,14 @@ def classify_metadata(entry: DirEntry) -> MetadataFinding:
         reason = f"{PARTITION_METADATA} could not be read ({metadata.reason or 'unknown'})"
         return MetadataFinding("unreadable", None, reason)
     source = _printable_path(os.path.join(entry.log_dir, entry.name, PARTITION_METADATA))
-    if metadata.truncated or metadata.content is None:
+    if metadata.content is None:
         return MetadataFinding(
             "corrupt", None, f"{source}: longer than the inventory reads (truncated)"
         )
     try:
-        parsed = parse_partition_metadata(metadata.content, source=source)
+        parsed = parse_partition_metadata(
+            metadata.content, source=source, whole=not metadata.truncated
+        )
     except FormatError as exc:
         return MetadataFinding("corrupt", None, str(exc))
     return MetadataFinding("ok", str(parsed.topic_id), None)

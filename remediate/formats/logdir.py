@@ -14,6 +14,7 @@ FormatError naming that path and the field at fault.
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -88,14 +89,47 @@ class PartitionMetadata:
     topic_id: TopicId
 
 
-def parse_partition_metadata(data: bytes, *, source: str) -> PartitionMetadata:
+# Kafka reads partition.metadata through a BufferedReader, which decodes the file 8 KiB at a
+# time: bytes past the chunk that completes the second line are never decoded.
+READER_CHUNK_BYTES = 8192
+_LINE_END = re.compile("\r\n|\r|\n")
+
+
+def _first_two_lines(data: bytes, *, source: str, whole: bool) -> str:
+    """The text Kafka's reader decodes to read two lines: whole 8 KiB chunks, strictly as UTF-8,
+    until the second line has ended (or the data has). `whole`: `data` is the entire file; else
+    it is the file's start, and may end inside a character."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    text = ""
+    for start in range(0, max(len(data), 1), READER_CHUNK_BYTES):
+        chunk = data[start : start + READER_CHUNK_BYTES]
+        last = start + READER_CHUNK_BYTES >= len(data)
+        try:
+            text += decoder.decode(chunk, final=last and whole)
+        except UnicodeDecodeError as exc:
+            at = start + exc.start
+            raise FormatError(
+                source, "encoding", "UTF-8 text", data[max(0, at - 8) : start + exc.end + 8]
+            ) from exc
+        ends = [m.end() for m in _LINE_END.finditer(text)]
+        # "\r" at the very end may be the first half of "\r\n": the line has ended either way.
+        if len(ends) >= 2:
+            return text[: ends[1]]
+    if not whole:
+        raise FormatError(source, "length", "two lines within what the inventory reads", len(data))
+    return text
+
+
+def parse_partition_metadata(data: bytes, *, source: str, whole: bool = True) -> PartitionMetadata:
     """Accept exactly what Kafka's PartitionMetadataReadBuffer accepts.
 
     Line 1 splits on `:\\s+` into two parts whose second is the Java int 0; line 2 splits the
-    same way and its second part must be a non-zero topic id. Keys are not checked and lines
-    after the second are ignored, as in Kafka.
+    same way and its second part must be a non-zero topic id. Keys are not checked; what follows
+    the second line is never read (nor decoded past the 8 KiB chunk that ends it), as in Kafka.
+    `whole=False`: `data` is only the file's start (the inventory's read limit); it is enough
+    when the two lines end within it.
     """
-    text = _decode_utf8(data, source=source)
+    text = _first_two_lines(data, source=source, whole=whole)
     lines = java_lines(text)
     if not lines:
         raise FormatError(source, "version", "'version: 0' on the first line", data)

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from remediate.collect.inventory import (
+    DEFAULT_MAX_CONTENT_BYTES,
     FORMAT_VERSION,
     DirEntry,
     FileState,
@@ -118,7 +119,7 @@ def inventory(
     *,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
-    max_content_bytes: int = 4096,
+    max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
     epoch_tail_lines: int = 3,
 ) -> Inventory:
     command = inventory_command(
@@ -194,6 +195,7 @@ KAFKA_EPOCHS = present(b"0\n2\n0 0\n3 1500", 4)
 GARBAGE = b"\x00\xff\xfeversion\x00: 0\n\x80topic_id:\x00 \xc3(" + bytes(range(256))
 LONG_EPOCHS = b"0\n10\n" + b"".join(f"{e} {e * 100}\n".encode() for e in range(10))
 HUGE_LINE = METADATA + b"\n" + b"x" * 10_000
+LONG_FIRST_LINE = b"x" * 10_000 + b"\n" + METADATA
 MANY_LINES = b"version: 0\n" * 2000
 
 
@@ -217,7 +219,7 @@ def truncated_to_limit(state: FileState) -> bool:
         and state.truncated
         and state.line_count is None
         and state.content is not None
-        and len(state.content) <= 4096
+        and len(state.content) <= DEFAULT_MAX_CONTENT_BYTES
     )
 
 
@@ -311,9 +313,18 @@ CASES = [
         "huge-line",
         b"huge-0",
         {"partition.metadata": HUGE_LINE},
-        present(HUGE_LINE[:4096], None, truncated=True),
-        finding="corrupt",
+        present(HUGE_LINE[:DEFAULT_MAX_CONTENT_BYTES], None, truncated=True),
+        # Kafka reads the first two lines and never what follows: the file is a good one.
+        finding="ok",
         partition=PartitionDir("huge-0", "huge", 0),
+    ),
+    Case(
+        "long-first-line",
+        b"long-0",
+        {"partition.metadata": LONG_FIRST_LINE},
+        present(LONG_FIRST_LINE[:DEFAULT_MAX_CONTENT_BYTES], None, truncated=True),
+        finding="corrupt",
+        partition=PartitionDir("long-0", "long", 0),
     ),
     Case(
         "many-lines",
@@ -496,8 +507,9 @@ def test_table_findings_explain_corruption(table: tuple[Path, Inventory]) -> Non
     assert "zero-0/partition.metadata" in zero.problem
     version = classify_metadata(entries[b"version-0"])
     assert version.problem is not None and "version" in version.problem
-    huge = classify_metadata(entries[b"huge-0"])
-    assert huge.problem is not None and "truncated" in huge.problem
+    assert classify_metadata(entries[b"huge-0"]).problem is None  # Kafka reads two lines
+    long = classify_metadata(entries[b"long-0"])
+    assert long.problem is not None and "within what the inventory reads" in long.problem
     assert classify_metadata(entries[b"dir-0"]).problem == (
         "partition.metadata could not be read (directory)"
     )
@@ -820,7 +832,7 @@ def test_command_shape() -> None:
     with_log = shlex.split(inventory_command(dirs, state_change_log="/var/log/kafka/sc.log"))
     assert with_log[3:] == ["sh", "/var/log/kafka/sc.log", *dirs]
     assert inventory_command(dirs, sudo=True) == f"sudo -n {command}"
-    assert "x=4096 -v t=3 " in words[2]
+    assert f"x={DEFAULT_MAX_CONTENT_BYTES} -v t=3 " in words[2]
     assert "x=100 -v t=7 " in inventory_command(dirs, max_content_bytes=100, epoch_tail_lines=7)
 
 
@@ -1021,7 +1033,9 @@ def entry_with(metadata: FileState, name: str = "t-0") -> DirEntry:
         (present(f"version: 0\ntopic_id: {TOPIC_ID}==\nextra".encode(), 3), "ok", TOPIC_ID, None),
         (ABSENT, "missing", None, None),
         (unreadable("error"), "unreadable", None, "partition.metadata could not be read (error)"),
-        (present(METADATA, None, truncated=True), "corrupt", None, "truncated"),
+        # Cut where the inventory stopped reading: judged on the two lines if they ended there.
+        (present(METADATA, None, truncated=True), "corrupt", None, "inventory reads"),
+        (present(METADATA + b"\njunk", None, truncated=True), "ok", TOPIC_ID, None),
         (present(b"\xff\xfe", 1), "corrupt", None, "UTF-8"),
         (present(b"version:0\ntopic_id: x", 2), "corrupt", None, "version"),
         (present(b"", 0), "corrupt", None, "/data/t-0/partition.metadata: version"),

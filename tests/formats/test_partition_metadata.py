@@ -194,3 +194,42 @@ def test_hostile_bytes(data: bytes) -> None:
         assert not result.topic_id.is_zero
     else:
         assert result.field in ("version", "topic_id", "encoding")
+
+
+# Kafka's reader (a BufferedReader over the file) decodes it 8 KiB at a time and reads two
+# lines: bytes after the chunk in which the second line ends are never decoded.
+GOOD = b"version: 0\ntopic_id: " + ID + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "accepted"),
+    [
+        pytest.param(GOOD + b"x" * 10_000, True, id="kilobytes-of-junk-after"),
+        pytest.param(GOOD + b"x" * 9000 + b"\xff\xfe", True, id="bad-utf8-after-8k"),
+        pytest.param(GOOD + b"x" * 100 + b"\xff", False, id="bad-utf8-in-the-first-8k"),
+        pytest.param(
+            GOOD + b"x" * (8192 - len(GOOD) - 1) + "é".encode(), True, id="char-across-8k"
+        ),
+        pytest.param(b"x" * 9000 + b"\n" + GOOD, False, id="first-line-past-8k"),
+    ],
+)
+def test_only_the_first_two_lines_are_decoded_as_kafka_does(data: bytes, accepted: bool) -> None:
+    if accepted:
+        assert parse_partition_metadata(data, source=SOURCE).topic_id == TOPIC_ID
+    else:
+        expect_format_error(
+            lambda: parse_partition_metadata(data, source=SOURCE),
+            source=SOURCE,
+            field="encoding" if b"\xff" in data else "version",
+        )
+
+
+def test_the_start_of_a_file_is_enough_when_both_lines_end_in_it() -> None:
+    start = (GOOD + b"x" * 10_000)[:8192]
+    assert parse_partition_metadata(start, source=SOURCE, whole=False).topic_id == TOPIC_ID
+    cut = GOOD[:-1]  # the second line may go on past the cut
+    expect_format_error(
+        lambda: parse_partition_metadata(cut, source=SOURCE, whole=False),
+        source=SOURCE,
+        field="length",
+    )
