@@ -397,18 +397,24 @@ def _decode_states(
 def _decode_singles(
     singles: dict[Any, Any], problems: list[str]
 ) -> tuple[int | None, int | None, str | None]:
-    controller = singles.get(CONTROLLER)
-    epoch = singles.get(CONTROLLER_EPOCH)
-    cluster = singles.get(CLUSTER_ID)
-    try:
-        return (
-            decode_controller(controller[0]).broker_id if controller else None,
-            decode_controller_epoch(epoch[0]) if epoch else None,
-            decode_cluster_id(cluster[0]) if cluster else None,
-        )
-    except FormatError as exc:
-        problems.append(str(exc))
-        return None, None, None
+    """The controller's id, the controller epoch and the cluster id, each decoded on its own:
+    one that does not parse is a problem and None, and never takes the others with it."""
+
+    def decoded(path: str, decode: Callable[[bytes], T]) -> T | None:
+        read = singles.get(path)
+        if not read:
+            return None
+        try:
+            return decode(read[0])
+        except FormatError as exc:
+            problems.append(str(exc))
+            return None
+
+    return (
+        decoded(CONTROLLER, lambda data: decode_controller(data).broker_id),
+        decoded(CONTROLLER_EPOCH, decode_controller_epoch),
+        decoded(CLUSTER_ID, decode_cluster_id),
+    )
 
 
 def _read(zk: ZooKeeper, topics_filter: Iterable[str] | None, on_retry: OnRetry) -> ClusterState:

@@ -156,6 +156,32 @@ def test_reads_the_whole_cluster_in_one_pass(zookeeper: tuple[str, int]) -> None
     assert len(state.problems) == 1 and "/brokers/topics/broken" in state.problems[0]
 
 
+def test_a_controller_znode_that_does_not_parse_leaves_the_epoch_and_cluster_id(
+    zookeeper: tuple[str, int],
+) -> None:
+    """Each of /controller, /controller_epoch and /cluster/id is decoded on its own: one that
+    does not parse is a problem, and the other two are still read."""
+    chroot = "/bad-controller"
+    admin = chrooted(zookeeper[0], chroot)
+    try:
+        populate(admin)
+        admin.set("/controller", b'{"version":1,"brokerid":"two"}')
+        zk = connect(ZkSettings(zookeeper[0] + chroot))
+        try:
+            state = read_cluster_state(zk)
+        finally:
+            zk.close()
+    finally:
+        admin.stop()
+        admin.close()
+    assert (state.cluster_id, state.controller_id, state.controller_epoch) == (
+        "Cl-us_ter-id-abcdefghij",
+        None,
+        7,
+    )
+    assert any(p.startswith("/controller:") and "brokerid" in p for p in state.problems)
+
+
 def test_digest_auth_reads_znodes_protected_by_acls(zookeeper: tuple[str, int]) -> None:
     chroot = "/secured"
     acl = [make_digest_acl("remediate", "zk-secret-sentinel", all=True)]
