@@ -389,11 +389,12 @@ def _timestamp(obj: JsonObject) -> int:
 def _check_features(obj: JsonObject, *, source: str) -> None:
     """`features` as Kafka reads it (BrokerIdZNode.decode, SupportedVersionRange): absent or
     null, or an object of feature names to {min_version, max_version} ints with
-    0 <= min_version <= max_version (Kafka 3.4's BaseVersionRange; 2.8's also refused 0)."""
+    1 <= min_version <= max_version (BaseVersionRange, the same at 2.8.2 and 3.4.1; the bounds
+    are Java shorts, so above 32767 is refused here where Kafka would truncate)."""
     features = obj.get("features")
     if features is None:
         return
-    expected = "an object of features, each {min_version, max_version} with 0 <= min <= max"
+    expected = "an object of features, each {min_version, max_version} with 1 <= min <= max"
     if not isinstance(features, dict):
         raise FormatError(source, "features", expected, features)
     for name, bounds in features.items():
@@ -403,7 +404,7 @@ def _check_features(obj: JsonObject, *, source: str) -> None:
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
             raise FormatError(source, f"features.{name}", expected, bounds)
         assert isinstance(low, int) and isinstance(high, int)
-        if not 0 <= low <= high <= 32767:
+        if not 1 <= low <= high <= 32767:
             raise FormatError(source, f"features.{name}", expected, bounds)
 
 

@@ -228,11 +228,11 @@ def test_decode_broker(doc: dict[str, Any], changes: dict[str, Any]) -> None:
         pytest.param({**V5, "endpoints": ["PLAINTEXT://h:-1"]}, "h", 9092, -1, id="port-negative"),
         pytest.param({**V5, "features": None}, "h", 9092, 9092, id="features-null"),
         pytest.param(
-            {**V5, "features": {"f": {"min_version": 0, "max_version": 0}}},
+            {**V5, "features": {"f": {"min_version": 1, "max_version": 1}}},
             "h",
             9092,
             9092,
-            id="features-zero",
+            id="features-one",
         ),
     ],
 )
@@ -323,6 +323,11 @@ def test_decode_broker_accepts_what_kafka_accepts(
             id="features-negative",
         ),
         pytest.param({**V5, "features": {"f": 3}}, "features.f", id="features-not-a-range"),
+        pytest.param(
+            {**V5, "features": {"f": {"min_version": 0, "max_version": 2}}},
+            "features.f",
+            id="features-zero",
+        ),
         pytest.param({"version": 1, "port": 9092, "jmx_port": -1}, "host", id="v1-no-host"),
         pytest.param(
             {"version": 1, "host": "h", "port": "x", "jmx_port": -1}, "port", id="v1-port"
