@@ -115,6 +115,23 @@ def test_check_exits_2_and_prints_the_json_contract(reproduced: Incident) -> Non
     assert one_line.stdout.count("\n") == 1
 
 
+def test_scan_and_check_print_nothing_on_stderr_and_both_engines_agree(
+    reproduced: Incident,
+) -> None:
+    """No console noise from Spark or its JVM (nothing the user did not ask for), and `check`
+    gives the same document on DuckDB (its default) as on Spark."""
+    config = str(reproduced.directory / "cluster.yaml")
+    scanned = run_cli("scan", "-c", config, "--json")
+    assert scanned.returncode == 2 and scanned.stderr == "", scanned.stderr[-2000:]
+    on_duckdb = run_cli("check", "-c", config, "--json")
+    on_spark = run_cli("check", "-c", config, "--json", "--engine", "spark")
+    assert (on_duckdb.returncode, on_spark.returncode) == (2, 2)
+    assert on_duckdb.stderr == on_spark.stderr == "", on_spark.stderr[-2000:]
+    assert json.loads(on_duckdb.stdout) == json.loads(on_spark.stdout)
+    mixed = run_cli("check", "-c", config, "--spark-master", "local[1]")
+    assert "--spark-master needs --engine spark" in mixed.stderr
+
+
 def test_spark_standalone_cluster_gives_the_same_result(
     spark: Any, reproduced: Incident, tmp_path: Path, spark_standalone: str
 ) -> None:
