@@ -5,7 +5,9 @@ The adapter is the only place that touches kazoo: it retries what may be retried
 connection, bounded, with tenacity; nothing else), tells the caller of each retry, and turns
 kazoo's exceptions into ZooKeeperError and its subclasses. Reads are issued asynchronously
 and collected afterwards, so a cluster with fifty thousand partitions costs a handful of
-round trips, not fifty thousand. The collector never writes.
+round trips, not fifty thousand: on ZooKeeper 3.6 and later as multiRead requests of many
+znodes each (remediate/collect/multiread.py), on older servers as one pipelined request per
+znode. The collector never writes.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from remediate.collect import multiread
 from remediate.errors import FormatError, VersionConflictError, ZnodeMissingError, ZooKeeperError
 from remediate.formats.znodes import (
     BROKER_IDS,
@@ -151,6 +154,9 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooZooKeeper:
         ) from exc
     try:
         _probe(client)
+        multi_read = _multi_read_probe(client, timeout)
+        if not multi_read:
+            _probe(client)  # the server closed the connection: wait for kazoo's reconnection
     except (KazooTimeoutError, KazooException) as exc:
         client.stop()
         client.close()
@@ -158,7 +164,7 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooZooKeeper:
             f"ZooKeeper at {settings.connect} refused the session: {type(exc).__name__}"
             f"{_auth_hint(settings.auth)}"
         ) from exc
-    return KazooZooKeeper(client)
+    return KazooZooKeeper(client, multi_read=multi_read)
 
 
 # A connection that drops for a moment is retried like every read; a refused SASL login fails
@@ -174,6 +180,16 @@ def _probe(client: KazooClient) -> None:
     client.exists("/")
 
 
+@retry(
+    retry=retry_if_exception_type(TRANSIENT),
+    stop=stop_after_attempt(3),
+    wait=wait_exponential(multiplier=0.2, max=1),
+    reraise=True,
+)
+def _multi_read_probe(client: KazooClient, timeout: float) -> bool:
+    return multiread.supports_multi_read(client, timeout=timeout)
+
+
 def _auth_hint(auth: ZkAuth | None) -> str:
     """What to check when a session is refused right after connecting (never the password)."""
     if auth is None:
@@ -184,6 +200,12 @@ def _auth_hint(auth: ZkAuth | None) -> str:
 
 def _stat(stat: KazooStat) -> ZnodeStat:
     return ZnodeStat(stat.version, stat.czxid, stat.ephemeralOwner, stat.mzxid)
+
+
+def _stat_of(fields: tuple[int, ...]) -> ZnodeStat:
+    """A stat as ZooKeeper orders its fields (czxid, mzxid, ctime, mtime, version, cversion,
+    aversion, ephemeralOwner, ...)."""
+    return ZnodeStat(fields[4], fields[0], fields[7], fields[1])
 
 
 def _telling(on_retry: OnRetry | None) -> Callable[[RetryCallState], None]:
@@ -197,10 +219,12 @@ def _telling(on_retry: OnRetry | None) -> Callable[[RetryCallState], None]:
 
 
 class KazooZooKeeper:
-    """The `ZooKeeper` port over a started kazoo client."""
+    """The `ZooKeeper` port over a started kazoo client. With `multi_read` (the server is
+    3.6 or later), `get_many` sends multiRead batches instead of one request per znode."""
 
-    def __init__(self, client: KazooClient) -> None:
+    def __init__(self, client: KazooClient, *, multi_read: bool = False) -> None:
         self.client = client
+        self.multi_read = multi_read
 
     def close(self) -> None:
         """Stop and close the client: its session ends, and its ephemeral znodes with it."""
@@ -247,6 +271,12 @@ class KazooZooKeeper:
     def get_many(
         self, paths: Collection[str], *, on_retry: OnRetry | None = None
     ) -> dict[str, tuple[bytes, ZnodeStat] | None]:
+        def read_batched() -> dict[str, tuple[bytes, ZnodeStat] | None]:
+            return {
+                path: None if read is None else (read[0], _stat_of(read[1]))
+                for path, read in multiread.read_many(self.client, list(paths)).items()
+            }
+
         def read() -> dict[str, tuple[bytes, ZnodeStat] | None]:
             # Every read in flight at once; the results are collected afterwards.
             pending = {p: self.client.get_async(p) for p in paths}
@@ -260,7 +290,9 @@ class KazooZooKeeper:
                     resolved[path] = (data, _stat(stat))
             return resolved
 
-        return self._retried(f"read of {len(paths)} znode(s)", read, on_retry)
+        return self._retried(
+            f"read of {len(paths)} znode(s)", read_batched if self.multi_read else read, on_retry
+        )
 
     def children(self, path: str, *, on_retry: OnRetry | None = None) -> list[str]:
         def read() -> list[str]:
@@ -381,16 +413,30 @@ def _decode_states(
     reads: dict[Any, Any], problems: list[str]
 ) -> dict[TopicPartition, PartitionState]:
     partitions: dict[TopicPartition, PartitionState] = {}
+    # Many partitions hold the same bytes (the same leader, epoch and ISR): each distinct
+    # document is decoded once, its stat's fields filled in per partition.
+    decoded: dict[bytes, PartitionState] = {}
     for (name, number), value in reads.items():
         if value is None:
             continue
-        path = partition_state_path(name, number)
-        try:
-            partitions[(name, number)] = decode_partition_state(
-                value[0], source=path, zk_version=value[1].version, mzxid=value[1].mzxid
-            )
-        except FormatError as exc:
-            problems.append(str(exc))
+        data, stat = value
+        known = decoded.get(data)
+        if known is None:
+            try:
+                known = decode_partition_state(data, source=partition_state_path(name, number))
+            except FormatError as exc:
+                problems.append(str(exc))
+                continue
+            decoded[data] = known
+        partitions[(name, number)] = PartitionState(
+            leader=known.leader,
+            leader_epoch=known.leader_epoch,
+            isr=known.isr,
+            controller_epoch=known.controller_epoch,
+            zk_version=stat.version,
+            leader_recovery_state=known.leader_recovery_state,
+            mzxid=stat.mzxid,
+        )
     return partitions
 
 
