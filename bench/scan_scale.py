@@ -54,10 +54,10 @@ import yaml
 from kazoo.client import KazooClient
 
 from remediate.collect.inventory import inventory_command, parse_inventory
+from remediate.collect.rows import replica_rows
 from remediate.collect.run import (
     collect,
     read_log_dirs,
-    replica_rows,
     transport_for,
     zk_settings,
 )

@@ -28,6 +28,7 @@ COMMANDS = {
     "status": "remediate.cli.apply:status",
     "rollback": "remediate.cli.apply:rollback",
     "report": "remediate.cli.report:report",
+    "prepare-spark": "remediate.cli.scan:prepare_spark",
 }
 
 

@@ -4,21 +4,15 @@ written as a snapshot directory. Read-only from start to end.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from remediate.collect.inventory import (
-    Inventory,
-    StateChangeTail,
-    classify_metadata,
-    inventory_command,
-    parse_inventory,
-)
-from remediate.collect.snapshot import BrokerReport, ReplicaRow, display_name, write_snapshot
+from remediate.collect.inventory import StateChangeTail, inventory_command
+from remediate.collect.rows import inventory_rows
+from remediate.collect.snapshot import BrokerReport, write_snapshot
 from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, read_cluster_state, session
 from remediate.config import BrokerConfig, ClusterConfig
 from remediate.errors import ConfigError, FormatError, TransportError
@@ -129,44 +123,6 @@ def inventory_file_command(path: str, *, sudo: bool) -> str:
     return f"sudo -n {command}" if sudo else command
 
 
-def latest_epoch(tail: bytes | None) -> int | None:
-    """The epoch of the last entry of a leader-epoch-checkpoint tail (None if unknown)."""
-    if not tail:
-        return None
-    last = tail.rsplit(b"\n", 1)[-1].split()
-    if len(last) != 2 or not last[0].isdigit():
-        return None
-    epoch = int(last[0])
-    return epoch if epoch < 2**31 else None
-
-
-def replica_rows(inventory: Inventory) -> tuple[list[dict[str, Any]], list[ReplicaRow]]:
-    """(log_dirs rows, replicas rows) for the snapshot from one broker's inventory."""
-    log_dirs: list[dict[str, Any]] = []
-    replicas: list[ReplicaRow] = []
-    for log_dir in inventory.log_dirs:
-        log_dirs.append({"log_dir": log_dir.path, "state": log_dir.state})
-        for entry in log_dir.entries:
-            finding = classify_metadata(entry)
-            partition = entry.partition
-            replicas.append(
-                ReplicaRow(
-                    log_dir=log_dir.path,
-                    dir=display_name(entry.name),
-                    dir_hex=os.fsencode(entry.name).hex(),
-                    topic=partition.topic if partition else None,
-                    partition=partition.partition if partition else None,
-                    dir_kind=partition.kind if partition else "other",
-                    name_problem=entry.name_problem,
-                    metadata_state=finding.state,
-                    file_topic_id=finding.topic_id,
-                    metadata_problem=finding.problem,
-                    epoch_latest=latest_epoch(entry.epoch_checkpoint.content),
-                )
-            )
-    return log_dirs, replicas
-
-
 def inspect_broker(
     config: ClusterConfig, broker: BrokerConfig, transport_for: TransportFactory
 ) -> BrokerReport:
@@ -186,7 +142,7 @@ def inspect_broker(
             raise TransportError(
                 f"inventory command exited {result.exit_code}: {result.stderr.strip()[:300]}"
             )
-        inventory = parse_inventory(
+        dirs, replicas, state_change = inventory_rows(
             result.stdout, source=f"broker {broker.id} ({transport.description})"
         )
     except (TransportError, FormatError, ConfigError) as exc:
@@ -195,8 +151,7 @@ def inspect_broker(
         )
     finally:
         transport.close()
-    dirs, replicas = replica_rows(inventory)
-    evidence, rejections = rejection_rows(inventory.state_change)
+    evidence, rejections = rejection_rows(state_change)
     return BrokerReport(
         broker.id,
         broker.host,

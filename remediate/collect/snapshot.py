@@ -49,6 +49,8 @@ META = "meta.json"
 
 def display_name(name: str) -> str:
     """A directory name made printable: escapes for anything not plain text."""
+    if name.isascii() and name.isprintable():
+        return name  # every Kafka partition directory
     raw = os.fsencode(name)
     try:
         text = raw.decode("utf-8")

@@ -17,13 +17,14 @@ from sqlglot import exp
 
 from remediate.collect.snapshot import TABLES
 from remediate.errors import ScanError
-from remediate.scan.kinds import FindingKind
+from remediate.scan.report import unpack_summary
 from remediate.scan.rules import (
     BROKERS_SQL,
     CLASSIFY_SQL,
-    COUNTS_SQL,
+    FACTS_SQL,
     OPTIONAL_TABLES,
     TABLE_COLUMNS,
+    summary_sql,
 )
 
 DUCKDB_TYPES = {
@@ -90,10 +91,11 @@ def classify(snapshot_dirs: Sequence[Path], *, include_ok: bool) -> tuple[Rows, 
             if table in OPTIONAL_TABLES:
                 paths = [p for p in paths if Path(p).exists()]
             _create_table(con, table, paths)
+        con.execute(f"CREATE TABLE facts AS {duckdb_sql(FACTS_SQL)}")
         con.execute(f"CREATE TABLE findings AS {duckdb_sql(CLASSIFY_SQL)}")
-        where = "" if include_ok else f" WHERE kind <> '{FindingKind.OK}'"
-        findings = _rows(con, f"SELECT * FROM findings{where}")  # noqa: S608 - constants
-        return findings, _rows(con, duckdb_sql(COUNTS_SQL)), _rows(con, duckdb_sql(BROKERS_SQL))
+        summary = _rows(con, duckdb_sql(summary_sql(include_ok=include_ok)))
+        findings, counts = unpack_summary(summary)
+        return findings, counts, _rows(con, duckdb_sql(BROKERS_SQL))
     except duckdb.Error as exc:
         raise ScanError(f"classifying {', '.join(map(str, snapshot_dirs))}: {exc}") from exc
     finally:

@@ -1,5 +1,6 @@
 """The classification on Spark: the snapshot tables read with fixed schemas, then the rules of
-remediate/scan/rules.py, in one Spark SQL query."""
+remediate/scan/rules.py in two jobs: the facts of every replica in one pass, then the summary
+of the findings."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from remediate.collect.snapshot import TABLES
 from remediate.scan.rules import (
     BROKERS_SQL,
     CLASSIFY_SQL,
-    COUNTS_SQL,
+    FACTS_SQL,
     OPTIONAL_TABLES,
     TABLE_COLUMNS,
+    summary_sql,
 )
 
 
@@ -40,13 +42,15 @@ def load_tables(spark: SparkSession, snapshot_dirs: Sequence[str]) -> dict[str, 
 
 
 def classify(
-    spark: SparkSession, snapshot_dirs: Sequence[str]
-) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """(findings, counts per cluster/broker/kind, brokers) for the snapshots, lazily.
+    spark: SparkSession, snapshot_dirs: Sequence[str], *, include_ok: bool = False
+) -> tuple[DataFrame, DataFrame]:
+    """(summary, brokers) for the snapshots: the summary's rows are the counts per (cluster,
+    broker, kind), each with its findings listed (OK ones only with `include_ok`).
 
-    The findings are cached: the counts and the rows a caller collects come from one pass.
+    The one pass over the big tables (rules.FACTS_SQL) runs here, kept in memory as a local
+    checkpoint; collecting the summary is the second and last job.
     """
     load_tables(spark, snapshot_dirs)
-    findings = spark.sql(CLASSIFY_SQL).cache()
-    findings.createOrReplaceTempView("findings")
-    return findings, spark.sql(COUNTS_SQL), spark.sql(BROKERS_SQL)
+    spark.sql(FACTS_SQL).localCheckpoint(eager=True).createOrReplaceTempView("facts")
+    spark.sql(CLASSIFY_SQL).createOrReplaceTempView("findings")
+    return spark.sql(summary_sql(include_ok=include_ok)), spark.sql(BROKERS_SQL)

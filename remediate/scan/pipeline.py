@@ -56,9 +56,10 @@ def collect_and_scan(
     `progress` hears each stage as it starts and collection's own messages in between.
     With `out_dir`, the snapshot, findings.jsonl and summary.json are kept there.
     """
-    # Spark starts while the cluster is being read; run_scan stops it (close() if collect fails).
+    # Spark starts, and warms up on a sample, while the cluster is being read; run_scan stops
+    # it (close() if collect fails).
     session = (
-        BackgroundSession(master or config.spark.master, config.spark.conf)
+        BackgroundSession(master or config.spark.master, config.spark.conf, warm=True)
         if engine == "spark"
         else None
     )

@@ -192,3 +192,16 @@ def build_report(
         problems=tuple(problems),
         kind_counts=dict(totals),
     )
+
+
+def unpack_summary(
+    rows: Iterable[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(finding rows, count rows) from the summary's rows (rules.summary_sql): each count row
+    is (cluster, broker, kind, n), each listed finding gets its group's cluster."""
+    findings: list[dict[str, Any]] = []
+    counts: list[dict[str, Any]] = []
+    for row in rows:
+        counts.append({k: row[k] for k in ("cluster", "broker", "kind", "n")})
+        findings += [{"cluster": row["cluster"], **listed} for listed in row["listed"] or ()]
+    return findings, counts

@@ -15,7 +15,7 @@ whose disk was inspected:
     ids differ, broker not in the ISR        TOPIC_ID_MISMATCH_OUT_OF_ISR
 
 and, per partition, LEADER_FENCED_BY_STALE_ID when ZooKeeper's leader holds another id than
-ZooKeeper and has not taken ZooKeeper's current leader epoch (`STALE_LEADER_RULE`).
+ZooKeeper and has not taken ZooKeeper's current leader epoch (`stale_leaders`).
 """
 
 from __future__ import annotations
@@ -116,153 +116,122 @@ BASE_COLUMNS = (
 FINDING_COLUMNS = f"{BASE_COLUMNS}, evidence"
 NO_EVIDENCE = f"{BASE_COLUMNS}, CAST(NULL AS STRING) AS evidence"
 
-STALE_LEADER_RULE = f"""
--- {K.LEADER_FENCED_BY_STALE_ID}: ZooKeeper names a leader that is fenced by a stale topic id.
--- Facts (reference/kafka-zk.md, "The 2.8 post-failover state"; Kafka 2.8.2, paths under
--- core/src/main/scala/kafka/): a broker whose in-memory id differs from a LeaderAndIsr's logs
--- the mismatch (cluster/Partition.scala:438-458) and skips that partition's state change
--- (server/ReplicaManager.scala:1373-1374), so it keeps its old leader epoch; a broker that
--- does become leader at an epoch writes it to its leader-epoch-checkpoint at once
--- (cluster/Partition.scala:592 makeLeader -> log/Log.scala:1366-1370 ->
--- server/epoch/LeaderEpochFileCache.scala:57-62, a new entry for any new epoch, then flush;
--- 3.4.1: cluster/Partition.scala:631 for every new leader epoch); every controller change
--- of leader or ISR bumps leader_epoch (api/LeaderAndIsr.scala:41). So ZooKeeper's
--- leader_epoch above the leader's latest checkpoint epoch, with the leader's
--- partition.metadata holding another id than ZooKeeper, means the leader rejected the
--- current epoch: its AlterIsr is fenced, its high watermark frozen, acks=all produce times
--- out, although ZooKeeper shows a leader and an ISR. A leader whose checkpoint has no entry
--- (absent or empty file) is not judged: the rule needs that fact. The zxids and the logged
--- rejections are evidence, not conditions.
-rejected AS (
-    SELECT cluster, broker, topic, partition, request_topic_id,
-           count(*) AS lines, max(logged_at) AS last_logged_at,
-           min(memory_topic_id) AS memory_topic_id
-    FROM rejections
-    GROUP BY cluster, broker, topic, partition, request_topic_id
-),
-stale_leaders AS (
-    SELECT s.cluster, '{K.LEADER_FENCED_BY_STALE_ID}' AS kind, s.leader AS broker, s.topic,
-           s.partition, d.file_topic_id, t.zk_topic_id,
-           coalesce(array_contains(s.isr, s.leader), false) AS in_isr, d.log_dir, d.dir,
-           concat('leader ', CAST(s.leader AS STRING), ' holds ', d.file_topic_id,
-                  ', not ZooKeeper\\'s ', t.zk_topic_id, '; ZooKeeper\\'s leader_epoch ',
-                  CAST(s.leader_epoch AS STRING), ' is above the leader\\'s latest epoch ',
-                  CAST(d.epoch_latest AS STRING),
-                  ': the leader rejected it and is fenced (acks=all produce times out)',
-                  CASE WHEN j.lines IS NOT NULL
-                       THEN concat('; ', CAST(j.lines AS STRING),
-                                   ' rejection line(s) in its state-change log')
-                       ELSE '' END) AS detail,
-           to_json(named_struct(
-               'leader_file_topic_id', d.file_topic_id,
-               'zk_topic_id', t.zk_topic_id,
-               'zk_leader_epoch', s.leader_epoch,
-               'leader_epoch_latest', d.epoch_latest,
-               'leader_broker_epoch', b.broker_epoch,
-               'topic_mzxid', t.topic_mzxid,
-               'state_mzxid', s.mzxid,
-               'restarted_since_topic_write', b.broker_epoch > t.topic_mzxid,
-               'state_changed_since_topic_write', s.mzxid > t.topic_mzxid,
-               'state_change_log', b.state_change_log,
-               'rejection_lines', coalesce(j.lines, 0),
-               'rejection_memory_topic_id', j.memory_topic_id,
-               'rejection_last_logged_at', j.last_logged_at
-           ), map('ignoreNullFields', 'false')) AS evidence
-    FROM states s
-    JOIN topics t ON t.cluster = s.cluster AND t.topic = s.topic AND t.zk_topic_id IS NOT NULL
-    JOIN brokers b ON b.cluster = s.cluster AND b.broker = s.leader AND b.reachable
-    JOIN dirs d
-        ON d.cluster = s.cluster AND d.broker = s.leader AND d.topic = s.topic
-       AND d.partition = s.partition AND d.copy = 1
-    LEFT JOIN rejected j
-        ON j.cluster = s.cluster AND j.broker = s.leader AND j.topic = s.topic
-       AND j.partition = s.partition AND j.request_topic_id = t.zk_topic_id
-    WHERE s.leader >= 0 AND d.metadata_state = 'ok' AND d.file_topic_id <> t.zk_topic_id
-      AND d.epoch_latest IS NOT NULL AND s.leader_epoch > d.epoch_latest
-),"""  # noqa: S608
-
 # The SQL is assembled from constants only (the kinds from FindingKind); no input reaches it.
-CLASSIFY_SQL = f"""
+#
+# Two steps. FACTS_SQL is the one pass over the big tables: every assigned replica and every
+# directory found are matched in one join (`matched`), ZooKeeper's facts about each are looked
+# up in the small tables, and each replica gets its finding. Its result is kept (the `facts`
+# table: Spark checkpoints it, DuckDB stores it) so that CLASSIFY_SQL's rules, which read it
+# three times, never read the snapshot's big tables again. The rules as first written each
+# joined the big tables anew; tests/scan/test_rules_oracle.py holds these two to that query.
+FACTS_SQL = f"""
 WITH dirs AS (
-    SELECT r.*, row_number() OVER (
-               PARTITION BY cluster, broker, topic, partition ORDER BY log_dir) AS copy
+    -- A live, well-named partition directory is `usable`; `copy` numbers a broker's usable
+    -- directories of one partition by log dir (the rules read the first; a second copy in
+    -- another log dir is neither a replica's nor an orphan), then the unusable ones.
+    SELECT r.*,
+           coalesce(dir_kind = 'live' AND topic IS NOT NULL AND name_problem IS NULL, false)
+               AS usable,
+           row_number() OVER (
+               PARTITION BY cluster, broker, topic, partition
+               ORDER BY CASE WHEN dir_kind = 'live' AND topic IS NOT NULL
+                                  AND name_problem IS NULL THEN 0 ELSE 1 END,
+                        log_dir) AS copy
     FROM replicas r
-    WHERE dir_kind = 'live' AND topic IS NOT NULL AND name_problem IS NULL
 ),
-assigned AS (
-    SELECT a.cluster, a.topic, a.partition, a.broker, t.zk_topic_id,
-           coalesce(array_contains(s.isr, a.broker), false) AS in_isr
+matched AS (
+    SELECT coalesce(a.cluster, d.cluster) AS cluster, coalesce(a.broker, d.broker) AS broker,
+           coalesce(a.topic, d.topic) AS topic, coalesce(a.partition, d.partition) AS partition,
+           a.broker IS NOT NULL AS assigned, d.broker IS NOT NULL AS found,
+           coalesce(d.usable, false) AS usable, d.copy, d.dir_kind, d.name_problem, d.log_dir,
+           d.dir, d.metadata_state, d.file_topic_id, d.metadata_problem, d.epoch_latest
     FROM assignments a
-    JOIN topics t ON t.cluster = a.cluster AND t.topic = a.topic
-    LEFT JOIN states s ON s.cluster = a.cluster AND s.topic = a.topic AND s.partition = a.partition
-    JOIN brokers b ON b.cluster = a.cluster AND b.broker = a.broker AND b.reachable
+    FULL OUTER JOIN dirs d
+        ON d.cluster = a.cluster AND d.broker = a.broker AND d.topic = a.topic
+       AND d.partition = a.partition AND d.usable
 ),
-absent_log_dirs AS (
+joined AS (
+    SELECT m.*, t.topic IS NOT NULL AS topic_known, t.zk_topic_id, t.topic_mzxid,
+           coalesce(b.reachable, false) AS reachable, b.broker_epoch, b.state_change_log,
+           s.leader, s.leader_epoch, s.mzxid AS state_mzxid,
+           coalesce(array_contains(s.isr, m.broker), false) AS in_isr
+    FROM matched m
+    LEFT JOIN topics t ON t.cluster = m.cluster AND t.topic = m.topic
+    LEFT JOIN brokers b ON b.cluster = m.cluster AND b.broker = m.broker
+    LEFT JOIN states s
+        ON s.cluster = m.cluster AND s.topic = m.topic AND s.partition = m.partition
+),
+judged AS (
+    -- One replica finding per assigned replica of a known topic on a broker whose disk was
+    -- inspected, in this order: no directory for it, no partition.metadata, a file Kafka would
+    -- not parse, ZooKeeper has no id or the ids agree, the ids differ (in the ISR or not).
+    SELECT f.*,
+           CASE WHEN f.assigned AND f.topic_known AND f.reachable AND (NOT f.found OR f.copy = 1)
+           THEN CASE
+               WHEN NOT f.found THEN '{K.REPLICA_DIR_MISSING}'
+               WHEN f.metadata_state = 'missing' THEN '{K.METADATA_MISSING}'
+               WHEN f.metadata_state IN ('corrupt', 'unreadable') THEN '{K.METADATA_CORRUPT}'
+               WHEN f.zk_topic_id IS NULL OR f.file_topic_id = f.zk_topic_id THEN '{K.OK}'
+               WHEN f.in_isr THEN '{K.TOPIC_ID_MISMATCH}'
+               ELSE '{K.TOPIC_ID_MISMATCH_OUT_OF_ISR}'
+           END END AS replica_kind
+    FROM joined f
+)
+SELECT * FROM judged
+"""  # noqa: S608
+
+CLASSIFY_SQL = f"""
+WITH absent_log_dirs AS (
     SELECT cluster, broker,
            concat('log dir ',
                   array_join(array_sort(collect_list(concat(log_dir, ' is ', state))), ', '))
                AS note
     FROM log_dirs WHERE state <> 'present' GROUP BY cluster, broker
 ),
-replica_findings AS (
-    SELECT x.cluster,
+row_findings AS (
+    -- Each row is a replica's finding, an orphan directory (found where ZooKeeper assigns
+    -- no replica, or not a partition directory at all), or neither (a second copy, a directory
+    -- being deleted or moved, a replica on a broker that was not inspected).
+    SELECT j.cluster,
+           coalesce(j.replica_kind,
+                    CASE WHEN j.found AND NOT j.assigned
+                              AND j.dir_kind IN ('live', 'stray', 'other')
+                         THEN '{K.ORPHAN_DIR}' END) AS kind,
+           j.broker, j.topic, j.partition, j.file_topic_id, j.zk_topic_id,
+           CASE WHEN j.replica_kind IS NOT NULL THEN j.in_isr END AS in_isr, j.log_dir, j.dir,
            CASE
-               WHEN d.topic IS NULL THEN '{K.REPLICA_DIR_MISSING}'
-               WHEN d.metadata_state = 'missing' THEN '{K.METADATA_MISSING}'
-               WHEN d.metadata_state IN ('corrupt', 'unreadable') THEN '{K.METADATA_CORRUPT}'
-               WHEN x.zk_topic_id IS NULL OR d.file_topic_id = x.zk_topic_id THEN '{K.OK}'
-               WHEN x.in_isr THEN '{K.TOPIC_ID_MISMATCH}'
-               ELSE '{K.TOPIC_ID_MISMATCH_OUT_OF_ISR}'
-           END AS kind,
-           x.broker, x.topic, x.partition, d.file_topic_id, x.zk_topic_id, x.in_isr,
-           d.log_dir, d.dir,
-           CASE
-               WHEN d.metadata_state IN ('corrupt', 'unreadable') THEN d.metadata_problem
-               WHEN d.topic IS NULL THEN m.note
-           END AS detail
-    FROM assigned x
-    LEFT JOIN dirs d
-        ON d.cluster = x.cluster AND d.broker = x.broker AND d.topic = x.topic
-       AND d.partition = x.partition AND d.copy = 1
-    LEFT JOIN absent_log_dirs m ON m.cluster = x.cluster AND m.broker = x.broker
-),
-orphans AS (
-    SELECT r.cluster, '{K.ORPHAN_DIR}' AS kind, r.broker, r.topic, r.partition, r.file_topic_id,
-           t.zk_topic_id, CAST(NULL AS BOOLEAN) AS in_isr, r.log_dir, r.dir,
-           CASE
-               WHEN r.name_problem IS NOT NULL
-                   THEN concat('not a partition directory: ', r.name_problem)
-               WHEN r.dir_kind = 'stray' THEN 'marked stray by the broker'
-               WHEN t.topic IS NULL THEN 'topic does not exist in ZooKeeper'
+               WHEN j.replica_kind IS NOT NULL THEN
+                   CASE WHEN j.metadata_state IN ('corrupt', 'unreadable')
+                            THEN j.metadata_problem
+                        WHEN NOT j.found THEN m.note END
+               WHEN j.name_problem IS NOT NULL
+                   THEN concat('not a partition directory: ', j.name_problem)
+               WHEN j.dir_kind = 'stray' THEN 'marked stray by the broker'
+               WHEN NOT j.topic_known THEN 'topic does not exist in ZooKeeper'
                ELSE 'partition not assigned to this broker'
            END AS detail
-    FROM replicas r
-    LEFT JOIN topics t ON t.cluster = r.cluster AND t.topic = r.topic
-    LEFT ANTI JOIN assignments a
-        ON a.cluster = r.cluster AND a.broker = r.broker AND a.topic = r.topic
-       AND a.partition = r.partition AND r.dir_kind = 'live' AND r.name_problem IS NULL
-    WHERE r.dir_kind IN ('live', 'stray', 'other')
+    FROM facts j
+    LEFT JOIN absent_log_dirs m ON m.cluster = j.cluster AND m.broker = j.broker
+    WHERE j.replica_kind IS NOT NULL
+       OR (j.found AND NOT j.assigned AND j.dir_kind IN ('live', 'stray', 'other'))
 ),
 agreement AS (
     -- For a topic that lost its id: the id its replicas agree on, if they all do. A replica
     -- without partition.metadata takes ZooKeeper's id at its next LeaderAndIsr, so it does
     -- not stand in the way; an unreadable file, a missing directory or a broker that could
     -- not be inspected does.
-    SELECT a.cluster, a.topic, count(*) AS replicas,
-           sum(CASE WHEN coalesce(b.reachable, false) THEN 0 ELSE 1 END) AS uninspected,
-           sum(CASE WHEN f.kind = '{K.METADATA_MISSING}' THEN 1 ELSE 0 END) AS no_file,
-           sum(CASE WHEN coalesce(b.reachable, false)
-                         AND (f.kind IS NULL OR f.kind NOT IN ('{K.OK}', '{K.METADATA_MISSING}'))
+    SELECT cluster, topic, count(*) AS replicas,
+           sum(CASE WHEN reachable THEN 0 ELSE 1 END) AS uninspected,
+           sum(CASE WHEN replica_kind = '{K.METADATA_MISSING}' THEN 1 ELSE 0 END) AS no_file,
+           sum(CASE WHEN reachable
+                         AND (replica_kind IS NULL
+                              OR replica_kind NOT IN ('{K.OK}', '{K.METADATA_MISSING}'))
                     THEN 1 ELSE 0 END) AS unusable,
-           count(DISTINCT f.file_topic_id) AS ids,
-           min(f.file_topic_id) AS agreed
-    FROM assignments a
-    JOIN topics t ON t.cluster = a.cluster AND t.topic = a.topic AND t.zk_topic_id IS NULL
-    LEFT JOIN brokers b ON b.cluster = a.cluster AND b.broker = a.broker
-    LEFT JOIN replica_findings f
-        ON f.cluster = a.cluster AND f.topic = a.topic AND f.partition = a.partition
-       AND f.broker = a.broker
-    GROUP BY a.cluster, a.topic
+           count(DISTINCT CASE WHEN replica_kind IS NOT NULL THEN file_topic_id END) AS ids,
+           min(CASE WHEN replica_kind IS NOT NULL THEN file_topic_id END) AS agreed
+    FROM facts
+    WHERE assigned AND topic_known AND zk_topic_id IS NULL AND (NOT found OR copy = 1)
+    GROUP BY cluster, topic
 ),
 topic_findings AS (
     SELECT t.cluster, '{K.ZK_TOPIC_ID_MISSING}' AS kind, CAST(NULL AS INT) AS broker, t.topic,
@@ -305,7 +274,65 @@ offline AS (
     FROM states s JOIN topics t ON t.cluster = s.cluster AND t.topic = s.topic
     WHERE s.leader < 0
 ),
-{STALE_LEADER_RULE}
+-- {K.LEADER_FENCED_BY_STALE_ID}: ZooKeeper names a leader that is fenced by a stale topic id.
+-- Facts (reference/kafka-zk.md, "The 2.8 post-failover state"; Kafka 2.8.2, paths under
+-- core/src/main/scala/kafka/): a broker whose in-memory id differs from a LeaderAndIsr's logs
+-- the mismatch (cluster/Partition.scala:438-458) and skips that partition's state change
+-- (server/ReplicaManager.scala:1373-1374), so it keeps its old leader epoch; a broker that
+-- does become leader at an epoch writes it to its leader-epoch-checkpoint at once
+-- (cluster/Partition.scala:592 makeLeader -> log/Log.scala:1366-1370 ->
+-- server/epoch/LeaderEpochFileCache.scala:57-62, a new entry for any new epoch, then flush;
+-- 3.4.1: cluster/Partition.scala:631 for every new leader epoch); every controller change
+-- of leader or ISR bumps leader_epoch (api/LeaderAndIsr.scala:41). So ZooKeeper's
+-- leader_epoch above the leader's latest checkpoint epoch, with the leader's
+-- partition.metadata holding another id than ZooKeeper, means the leader rejected the
+-- current epoch: its AlterIsr is fenced, its high watermark frozen, acks=all produce times
+-- out, although ZooKeeper shows a leader and an ISR. A leader whose checkpoint has no entry
+-- (absent or empty file) is not judged: the rule needs that fact. The zxids and the logged
+-- rejections are evidence, not conditions.
+rejected AS (
+    SELECT cluster, broker, topic, partition, request_topic_id,
+           count(*) AS lines, max(logged_at) AS last_logged_at,
+           min(memory_topic_id) AS memory_topic_id
+    FROM rejections
+    GROUP BY cluster, broker, topic, partition, request_topic_id
+),
+stale_leaders AS (
+    SELECT f.cluster, '{K.LEADER_FENCED_BY_STALE_ID}' AS kind, f.broker, f.topic,
+           f.partition, f.file_topic_id, f.zk_topic_id, f.in_isr, f.log_dir, f.dir,
+           concat('leader ', CAST(f.broker AS STRING), ' holds ', f.file_topic_id,
+                  ', not ZooKeeper\\'s ', f.zk_topic_id, '; ZooKeeper\\'s leader_epoch ',
+                  CAST(f.leader_epoch AS STRING), ' is above the leader\\'s latest epoch ',
+                  CAST(f.epoch_latest AS STRING),
+                  ': the leader rejected it and is fenced (acks=all produce times out)',
+                  CASE WHEN j.lines IS NOT NULL
+                       THEN concat('; ', CAST(j.lines AS STRING),
+                                   ' rejection line(s) in its state-change log')
+                       ELSE '' END) AS detail,
+           to_json(named_struct(
+               'leader_file_topic_id', f.file_topic_id,
+               'zk_topic_id', f.zk_topic_id,
+               'zk_leader_epoch', f.leader_epoch,
+               'leader_epoch_latest', f.epoch_latest,
+               'leader_broker_epoch', f.broker_epoch,
+               'topic_mzxid', f.topic_mzxid,
+               'state_mzxid', f.state_mzxid,
+               'restarted_since_topic_write', f.broker_epoch > f.topic_mzxid,
+               'state_changed_since_topic_write', f.state_mzxid > f.topic_mzxid,
+               'state_change_log', f.state_change_log,
+               'rejection_lines', coalesce(j.lines, 0),
+               'rejection_memory_topic_id', j.memory_topic_id,
+               'rejection_last_logged_at', j.last_logged_at
+           ), map('ignoreNullFields', 'false')) AS evidence
+    FROM facts f
+    LEFT JOIN rejected j
+        ON j.cluster = f.cluster AND j.broker = f.broker AND j.topic = f.topic
+       AND j.partition = f.partition AND j.request_topic_id = f.zk_topic_id
+    WHERE f.usable AND f.copy = 1 AND f.reachable AND f.leader >= 0 AND f.broker = f.leader
+      AND f.zk_topic_id IS NOT NULL AND f.metadata_state = 'ok'
+      AND f.file_topic_id <> f.zk_topic_id
+      AND f.epoch_latest IS NOT NULL AND f.leader_epoch > f.epoch_latest
+),
 unreachable AS (
     SELECT cluster, '{K.BROKER_UNREACHABLE}' AS kind, broker, CAST(NULL AS STRING) AS topic,
            CAST(NULL AS INT) AS partition, CAST(NULL AS STRING) AS file_topic_id,
@@ -313,15 +340,40 @@ unreachable AS (
            CAST(NULL AS STRING) AS log_dir, CAST(NULL AS STRING) AS dir, error AS detail
     FROM brokers WHERE NOT reachable
 )
-SELECT {NO_EVIDENCE} FROM replica_findings
-UNION ALL SELECT {NO_EVIDENCE} FROM orphans
+SELECT {NO_EVIDENCE} FROM row_findings
 UNION ALL SELECT {NO_EVIDENCE} FROM topic_findings
 UNION ALL SELECT {NO_EVIDENCE} FROM offline
 UNION ALL SELECT {FINDING_COLUMNS} FROM stale_leaders
 UNION ALL SELECT {NO_EVIDENCE} FROM unreachable
 """  # noqa: S608
 
-COUNTS_SQL = (
-    "SELECT cluster, broker, kind, count(*) AS n FROM findings GROUP BY cluster, broker, kind"
+# The finding columns but `cluster`, which the summary groups by.
+LISTED_COLUMNS = (
+    "kind",
+    "broker",
+    "topic",
+    "partition",
+    "file_topic_id",
+    "zk_topic_id",
+    "in_isr",
+    "log_dir",
+    "dir",
+    "detail",
+    "evidence",
 )
+
+
+def summary_sql(*, include_ok: bool) -> str:
+    """Over the `findings` view: one row per (cluster, broker, kind) with its count and its
+    findings (OK ones only with `include_ok`). One query, so Spark runs one job: every finding
+    is counted and the few that are not OK are listed in the same pass."""
+    fields = ", ".join(f"'{name}', {name}" for name in LISTED_COLUMNS)
+    which = "" if include_ok else f" FILTER (WHERE kind <> '{K.OK}')"
+    return (
+        "SELECT cluster, broker, kind, count(*) AS n,"  # noqa: S608 - constants only
+        f" collect_list(named_struct({fields})){which} AS listed"
+        " FROM findings GROUP BY cluster, broker, kind"
+    )
+
+
 BROKERS_SQL = "SELECT cluster, broker, is_controller, registered, reachable FROM brokers"

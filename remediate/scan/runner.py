@@ -13,8 +13,7 @@ from typing import Any
 from remediate.collect.snapshot import read_meta
 from remediate.errors import ScanError
 from remediate.gcpause import gc_paused
-from remediate.scan.kinds import FindingKind
-from remediate.scan.report import ScanReport, build_report
+from remediate.scan.report import ScanReport, build_report, unpack_summary
 from remediate.scan.session import DEFAULT_MASTER, BackgroundSession, spark_session
 
 ENGINES = ("spark", "duckdb")
@@ -66,17 +65,16 @@ def classify_snapshots(
 
     metas, clusters = _clusters(snapshot_dirs)
     started = time.monotonic()
-    findings, counts, brokers = classify(spark, [str(d.resolve()) for d in snapshot_dirs])  # type: ignore[arg-type]
-    wanted = (
-        findings
-        if include_ok or out_dir is not None
-        else findings.filter(f"kind <> '{FindingKind.OK}'")
+    summary, brokers = classify(
+        spark,  # type: ignore[arg-type]
+        [str(d.resolve()) for d in snapshot_dirs],
+        include_ok=include_ok or out_dir is not None,
     )
     with gc_paused():
-        finding_rows = [row.asDict() for row in wanted.collect()]
-        count_rows = [row.asDict() for row in counts.collect()]
+        finding_rows, count_rows = unpack_summary(
+            row.asDict(recursive=True) for row in summary.collect()
+        )
         broker_rows = [row.asDict() for row in brokers.collect()]
-    findings.unpersist()
     elapsed = time.monotonic() - started
     report = _report(metas, clusters, (finding_rows, count_rows, broker_rows), out_dir)
     return report, elapsed

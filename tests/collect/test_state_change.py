@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from remediate.collect.inventory import (
+    FORMAT_VERSION,
     StateChangeTail,
     inventory_command,
     parse_inventory,
@@ -18,7 +19,7 @@ from remediate.collect.inventory import (
 from remediate.collect.run import rejection_rows
 from remediate.errors import FormatError
 from remediate.formats.statechange import Rejection, parse_rejection, parse_rejections
-from tests.collect.test_inventory import TOOLSETS, Toolset, _env, run
+from tests.collect.test_inventory import run
 
 X = "jKTRaM_TSNqocJeQI2aYOQ"
 Y = "nI-JQtPwQwGiylMfm8k13w"
@@ -30,14 +31,6 @@ LINE_3X = (
     f"[2026-11-23 20:40:02,007] ERROR [Broker id=2] Topic ID in memory: {X} does not match"
     f" the topic ID for partition orders-4 received: {Y}. (state.change.logger)"
 )
-
-
-@pytest.fixture(scope="module", params=TOOLSETS, ids=[t.name for t in TOOLSETS])
-def tool_env(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, str]:
-    toolset: Toolset = request.param
-    return _env(toolset, tmp_path_factory.mktemp("bin"))
 
 
 OTHER = "[2026-11-23 20:40:00,000] INFO [Broker id=2] Leader orders-0 starts at leader epoch 3"
@@ -106,7 +99,7 @@ def test_an_empty_log(tool_env: dict[str, str], tmp_path: Path) -> None:
 
 # -- the output parser ---------------------------------------------------------------------------
 
-HEAD = "remediate-inventory 1 awk-nul=1"
+HEAD = f"remediate-inventory {FORMAT_VERSION} awk-nul=1"
 
 
 @pytest.mark.parametrize(
