@@ -47,9 +47,13 @@ def cache_dir() -> Path:
 
 
 def empty_conf_dir() -> Path:
-    """The empty directory scans give Spark as SPARK_CONF_DIR (created when missing)."""
+    """The empty directory scans give Spark as SPARK_CONF_DIR (created when missing; a new
+    temporary one where the cache cannot be written, with which no archive is used)."""
     directory = cache_dir() / "spark-conf"
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="remediate-spark-conf-"))
     return directory
 
 
@@ -79,12 +83,14 @@ def _stat_line(path: Path) -> str:
     return f"{path} {stat.st_size} {stat.st_mtime_ns}"
 
 
-def key(java_options: str) -> str | None:
+def key(java_options: str, *, java: Path | None = None, spark: Path | None = None) -> str | None:
     """A digest of what an archive is valid for: the Java (its launcher and its JVM library),
     every Spark jar (name, size, modification time), the class path's conf dir and the driver's
-    Java options. None when Java or PySpark cannot be found."""
-    home, spark = java_home(), spark_home()
-    if home is None or spark is None:
+    Java options. None when Java or PySpark cannot be found. `java` and `spark` default to
+    the Java home and the PySpark install a scan would use."""
+    home = java if java is not None else java_home()
+    jars_home = spark if spark is not None else spark_home()
+    if home is None or jars_home is None:
         return None
     lines = [
         f"remediate-spark-cds {FORMAT}",
@@ -93,7 +99,7 @@ def key(java_options: str) -> str | None:
         f"SPARK_CONF_DIR={os.environ.get('SPARK_CONF_DIR', '')}",
         f"options={java_options}",
     ]
-    jars = spark / "jars"
+    jars = jars_home / "jars"
     try:
         names = sorted(os.listdir(jars))
     except OSError:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -104,32 +105,75 @@ def spark_session(
     return SparkSession(context)
 
 
-def warm_up(spark: Any) -> None:
+def warm_up(spark: Any, stop: threading.Event | None = None) -> None:
     """Classify remediate/scan/warmup.py's sample: the session's cold start (classes loaded,
-    the query's code compiled) is paid on it rather than on the real snapshot."""
-    from remediate.scan.runner import classify_snapshots  # noqa: PLC0415
+    the query's code compiled) is paid on it rather than on the real snapshot. With `stop`,
+    the second job is not started once it is set."""
+    from remediate.scan.job import classify  # noqa: PLC0415
     from remediate.scan.warmup import write_sample  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="remediate-warm-up-") as tmp:
-        classify_snapshots(spark, [write_sample(Path(tmp) / "snapshot")])
+        summary, brokers = classify(spark, [str(write_sample(Path(tmp) / "snapshot"))])
+        if stop is None or not stop.is_set():
+            summary.collect()
+            brokers.collect()
 
 
-def _started(master: str, conf: Mapping[str, str] | None, warm: bool) -> Any:
-    spark = spark_session(master, conf)
-    if warm:
+WARM_UP_TAG = "remediate-warm-up"
+# The warm-up takes a core for seconds: only worth it when the machine is mostly idle while
+# the cluster is read (brokers and ZooKeeper elsewhere), not when the collection itself keeps
+# the cores busy.
+WARM_UP_MIN_IDLE = 0.5
+_IDLE_SAMPLE_S = 0.2
+
+
+def idle_share(sample_s: float = _IDLE_SAMPLE_S) -> float | None:
+    """The share of the machine's CPU time that went idle over `sample_s` seconds (Linux's
+    /proc/stat); None where it cannot be read."""
+
+    def times() -> tuple[int, int] | None:
         try:
-            warm_up(spark)
-        except BaseException:
-            spark.stop()
-            raise
-    return spark
+            with open("/proc/stat", encoding="ascii") as handle:
+                fields = handle.readline().split()
+        except OSError:
+            return None
+        if not fields or fields[0] != "cpu" or len(fields) < 6:
+            return None
+        values = [int(v) for v in fields[1:]]
+        return values[3] + values[4], sum(values)  # idle + iowait, all
+
+    before = times()
+    if before is None:
+        return None
+    time.sleep(sample_s)
+    after = times()
+    if after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
+def warm_up_blocker(*, collected: bool, idle: float | None) -> str | None:
+    """Why not to warm up now, or None to warm up."""
+    if collected:
+        return "the snapshot is ready: classify it"
+    if idle is not None and idle < WARM_UP_MIN_IDLE:
+        return f"the machine is busy ({idle:.0%} idle): the collection needs the cores"
+    return None
 
 
 class BackgroundSession:
-    """A Spark session starting in a thread while the caller does something else (collecting
-    the cluster); `get()` waits for it. With `warm`, the thread also classifies the warm-up
-    sample before the session is handed over. Always `close()`: it stops the session, once
-    started, also when the caller never used it."""
+    """A Spark session starting in a thread while the caller collects the cluster; `get()`
+    waits for it. Always `close()`: it stops the session, once started, also when the caller
+    never used it.
+
+    With `warm`, a session that is ready while the cluster is still being read, on a machine
+    that is mostly idle meanwhile, classifies the warm-up sample (remediate/scan/warmup.py):
+    time that would otherwise be idle goes into the cold start the real classification would
+    pay (`warm_up_blocker` says when not). `collected()` says the
+    snapshot is ready: a warm-up not yet begun is skipped (a small cluster is read before the
+    JVM is up, and its own classification is as quick as the sample's), one under way is
+    cancelled, so the real classification never waits for more than a job to stop.
+    """
 
     def __init__(
         self,
@@ -138,13 +182,45 @@ class BackgroundSession:
         *,
         warm: bool = False,
     ):
+        self._collected = threading.Event()
+        self._lock = threading.Lock()
+        self._warming: Any = None  # the session while it warms up
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spark-start")
-        self._future: Future[Any] = self._pool.submit(_started, master, conf, warm)
+        self._future: Future[Any] = self._pool.submit(self._start, master, conf, warm)
+
+    def _start(self, master: str, conf: Mapping[str, str] | None, warm: bool) -> Any:
+        spark = spark_session(master, conf)
+        if not warm or self._collected.is_set():
+            return spark
+        idle = idle_share()
+        with self._lock:
+            if warm_up_blocker(collected=self._collected.is_set(), idle=idle) is not None:
+                return spark
+            self._warming = spark
+            spark.sparkContext.addJobTag(WARM_UP_TAG)
+        try:
+            warm_up(spark, self._collected)
+        except Exception:  # noqa: S110 - cancelled, or failing as the real run will
+            pass
+        finally:
+            with self._lock:
+                self._warming = None
+            spark.sparkContext.removeJobTag(WARM_UP_TAG)
+        return spark
+
+    def collected(self) -> None:
+        """The snapshot is written: skip or cancel the warm-up."""
+        with self._lock:
+            self._collected.set()
+            if self._warming is not None:
+                self._warming.sparkContext.cancelJobsWithTag(WARM_UP_TAG)
 
     def get(self) -> Any:
+        self.collected()
         return self._future.result()
 
     def close(self) -> None:
+        self.collected()
         self._pool.shutdown(wait=True)
         if self._future.exception() is None:
             self._future.result().stop()
