@@ -54,7 +54,7 @@ import yaml
 from kazoo.client import KazooClient
 
 from remediate.collect.inventory import inventory_command, parse_inventory
-from remediate.collect.rows import replica_rows
+from remediate.collect.rows import inventory_rows, replica_rows
 from remediate.collect.run import (
     collect,
     read_log_dirs,
@@ -609,6 +609,19 @@ def floor_zk_states(zk: KazooClient, cluster: Cluster) -> int:
     return sum(len(r.get()[0]) for r in results)
 
 
+def multiread_states(config: ClusterConfig, cluster: Cluster) -> int:
+    """Every partition state through the tool's ZooKeeper adapter, as collect reads them
+    (multiRead batches where the server has them; reported beside the floor, not in it)."""
+    zk = connect(zk_settings(config))
+    try:
+        paths = [
+            partition_state_path(t.name, p) for t in cluster.topics.values() for p in t.partitions
+        ]
+        return len(zk.get_many(paths))
+    finally:
+        zk.close()
+
+
 def naive_zk(zk: KazooClient) -> int:
     """One blocking read per topic znode and per partition state, one after another."""
     reads = 0
@@ -698,12 +711,13 @@ def jvm_cpu_s(spark: Any) -> float | None:
 
 
 def epoch_share(outputs: list[str]) -> dict[str, int]:
-    """Lines and bytes of inventory output that carry leader-epoch-checkpoint records."""
+    """Lines and bytes of inventory output that carry leader-epoch-checkpoint records (a plain
+    record is one line; a hex one is its F line and its T lines)."""
     lines = size = 0
     for output in outputs:
         in_epoch = False
         for line in output.split("\n"):
-            if line.startswith("F "):
+            if line.startswith(("F ", "f ")):
                 in_epoch = " epoch " in line
             elif not line.startswith("T"):
                 in_epoch = False
@@ -729,21 +743,18 @@ def breakdown_collect(config: ClusterConfig, directory: Path) -> dict[str, Any]:
         command = inventory_command(read_log_dirs(config, broker, transport))
         output = transport.run(command, timeout=600).stdout
         t0 = time.thread_time()
-        inventory = parse_inventory(output, source=f"broker {broker.id}")
+        dirs, replicas, _tail = inventory_rows(output, source=f"broker {broker.id}")
         t1 = time.thread_time()
-        dirs, replicas = replica_rows(inventory)
-        t2 = time.thread_time()
         report = BrokerReport(
             broker.id, broker.host, True, True, None, tuple(dirs), tuple(replicas)
         )
-        return {"report": report, "parse": t1 - t0, "rows": t2 - t1, "output": output}
+        return {"report": report, "rows": t1 - t0, "output": output}
 
     with CpuMeter() as meter, ThreadPoolExecutor(max(1, min(32, len(config.brokers)))) as pool:
         parts = list(pool.map(one, config.brokers))
     result["brokers"] = {
         **meter.figures,
-        "parse_inventory_cpu_s": round(sum(p["parse"] for p in parts), 3),
-        "replica_rows_cpu_s": round(sum(p["rows"] for p in parts), 3),
+        "inventory_rows_cpu_s": round(sum(p["rows"] for p in parts), 3),
         "inventory_bytes": sum(len(p["output"]) for p in parts),
         "inventory_lines": sum(p["output"].count("\n") for p in parts),
         **epoch_share([p["output"] for p in parts]),
@@ -773,55 +784,60 @@ def breakdown_collect(config: ClusterConfig, directory: Path) -> dict[str, Any]:
         listed = subprocess.run(
             ["/bin/sh", "-c", find, "sh", *dirs], capture_output=True, check=True
         )
+    with CpuMeter() as rows_meter:
+        _dirs, rows, _tail = inventory_rows(output, source="broker")
     with CpuMeter() as parse_meter:
         inventory = parse_inventory(output, source="broker")
-    with CpuMeter() as rows_meter:
+    with CpuMeter() as general_rows_meter:
         replica_rows(inventory)
     result["one_broker"] = {
         "broker": broker.id,
-        "dirs": sum(len(d.entries) for d in inventory.log_dirs),
+        "dirs": len(rows),
         "command_via_invoke": run_meter.figures,
         "command_via_subprocess": shell_meter.figures,
         "same_output": shell.stdout.decode() == output,
         "find_alone": {**find_meter.figures, "files": listed.stdout.count(b"\n")},
-        "parse_inventory": parse_meter.figures,
-        "replica_rows": rows_meter.figures,
+        "inventory_rows": rows_meter.figures,
+        "general_parse_inventory": parse_meter.figures,
+        "general_replica_rows": general_rows_meter.figures,
     }
     return result
 
 
 def breakdown_classify(spark: Any, snapshot: Path) -> dict[str, Any]:
-    """classify's parts, on the warm session: the same Spark job, action by action."""
-    from remediate.scan.job import classify  # noqa: PLC0415
-    from remediate.scan.report import build_report  # noqa: PLC0415
+    """classify's parts, on the warm session: the same two Spark jobs, one by one."""
+    from remediate.scan import job  # noqa: PLC0415
+    from remediate.scan.report import build_report, unpack_summary  # noqa: PLC0415
+    from remediate.scan.rules import CLASSIFY_SQL, FACTS_SQL, summary_sql  # noqa: PLC0415
     from remediate.scan.runner import classify_snapshots  # noqa: PLC0415
 
     result: dict[str, Any] = {}
     with CpuMeter() as meter:
         classify_snapshots(spark, [snapshot])
     result["classify_snapshots_again"] = meter.figures
-    findings, summary, brokers = classify(spark, [str(snapshot.resolve())])
     t0 = time.perf_counter()
-    count = findings.count()
+    job.load_tables(spark, [str(snapshot.resolve())])
     t1 = time.perf_counter()
-    rows = [row.asDict() for row in findings.collect()]
+    facts = spark.sql(FACTS_SQL).localCheckpoint(eager=True)
+    facts.createOrReplaceTempView("facts")
     t2 = time.perf_counter()
-    summary_rows = [row.asDict() for row in summary.collect()]
-    broker_rows = [row.asDict() for row in brokers.collect()]
+    spark.sql(CLASSIFY_SQL).createOrReplaceTempView("findings")
+    summary = [
+        row.asDict(recursive=True) for row in spark.sql(summary_sql(include_ok=False)).collect()
+    ]
     t3 = time.perf_counter()
-    build_report(rows, summary_rows, broker_rows, clusters=["bench-scale"])
+    broker_rows = [row.asDict() for row in spark.sql("SELECT * FROM brokers").collect()]
+    findings, counts = unpack_summary(summary)
+    build_report(findings, counts, broker_rows, clusters=["bench-scale"])
     t4 = time.perf_counter()
-    non_ok = findings.where("kind <> 'OK'").collect()
-    t5 = time.perf_counter()
     result.update(
         {
-            "finding_rows": count,
-            "spark_count_s": round(t1 - t0, 3),
-            "collect_all_rows_s": round(t2 - t1, 3),
-            "summary_collect_s": round(t3 - t2, 3),
-            "build_report_s": round(t4 - t3, 3),
-            "collect_non_ok_rows_only_s": round(t5 - t4, 3),
-            "non_ok_rows": len(non_ok),
+            "facts_rows": facts.count(),
+            "load_tables_s": round(t1 - t0, 3),
+            "facts_job_s": round(t2 - t1, 3),
+            "summary_job_s": round(t3 - t2, 3),
+            "brokers_and_report_s": round(t4 - t3, 3),
+            "non_ok_rows": len(findings),
         }
     )
     return result
@@ -992,6 +1008,10 @@ def run(args: argparse.Namespace, work: Path, res: Resources) -> dict[str, Any]:
         "also: pipelined reads of every partition state (not in the floor)",
         lambda: floor_zk_states(reader, cluster),
     )
+    _, multiread_states_s = timed(
+        "the same partition states as collect reads them (multiRead batches)",
+        lambda: multiread_states(config, cluster),
+    )
 
     snapshot = work / "snapshot"
     with CpuMeter() as collect_meter:
@@ -1072,6 +1092,7 @@ def run(args: argparse.Namespace, work: Path, res: Resources) -> dict[str, Any]:
         "ratio": round(ratio, 3),
         "floor_zk_states_s": round(floor_states_s, 3),
         "ratio_with_states_in_floor": round(scan_s / (floor_s + floor_states_s), 3),
+        "multiread_states_s": round(multiread_states_s, 3),
         "precision": round(precision, 6),
         "recall": round(recall, 6),
         "planted": len(cluster.truth),
@@ -1178,8 +1199,7 @@ def explain_breakdown(figures: dict[str, Any]) -> None:
         f"  brokers in parallel {brokers['wall_s']:.2f}s wall:"
         f" inventory shells {brokers['children_cpu_s']:.2f} CPU-s,"
         f" Python {brokers['python_cpu_s']:.2f} CPU-s"
-        f" (parse_inventory {brokers['parse_inventory_cpu_s']:.2f},"
-        f" replica_rows {brokers['replica_rows_cpu_s']:.2f}, GC {brokers['gc_s']:.2f}s)"
+        f" (inventory_rows {brokers['inventory_rows_cpu_s']:.2f}, GC {brokers['gc_s']:.2f}s)"
         f" on {figures['cores']} cores"
     )
     say(
@@ -1192,19 +1212,18 @@ def explain_breakdown(figures: dict[str, Any]) -> None:
         f" command {one['command_via_invoke']['wall_s']:.2f}s"
         f" ({one['command_via_subprocess']['wall_s']:.2f}s via subprocess;"
         f" find alone {one['find_alone']['wall_s']:.2f}s),"
-        f" parse {one['parse_inventory']['wall_s']:.2f}s,"
-        f" rows {one['replica_rows']['wall_s']:.2f}s;"
+        f" rows {one['inventory_rows']['wall_s']:.2f}s (the general parser and rows:"
+        f" {one['general_parse_inventory']['wall_s']:.2f}s +"
+        f" {one['general_replica_rows']['wall_s']:.2f}s);"
         f" awk = {figures['awk']}"
     )
     say(f"  snapshot write {c['snapshot_write']['wall_s']:.2f}s")
     say(
         f"  classify again (warm JVM) {k['classify_snapshots_again']['wall_s']:.2f}s:"
-        f" Spark job alone (count) {k['spark_count_s']:.2f}s,"
-        f" collect all {k['finding_rows']} rows to Python {k['collect_all_rows_s']:.2f}s,"
-        f" summary (recomputes the findings) {k['summary_collect_s']:.2f}s,"
-        f" build_report {k['build_report_s']:.2f}s;"
-        f" collecting only the {k['non_ok_rows']} non-OK rows"
-        f" {k['collect_non_ok_rows_only_s']:.2f}s"
+        f" load tables {k['load_tables_s']:.2f}s,"
+        f" facts job ({k['facts_rows']} rows, checkpointed) {k['facts_job_s']:.2f}s,"
+        f" summary job ({k['non_ok_rows']} findings listed) {k['summary_job_s']:.2f}s,"
+        f" brokers and report {k['brokers_and_report_s']:.2f}s"
     )
 
 

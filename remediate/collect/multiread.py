@@ -24,9 +24,11 @@ from kazoo.exceptions import EXCEPTIONS, NoNodeError, UnimplementedError
 MULTI_READ = 22  # ZooDefs.OpCode.multiRead
 GET_DATA = 4  # ZooDefs.OpCode.getData
 ERROR = -1  # ZooDefs.OpCode.error: the op failed; an ErrorResponse (its code) follows
-# Znodes per request: a partition state answers in under 200 bytes, a topic znode in a few
-# kilobytes, so a batch stays well under a megabyte in practice.
-BATCH = 500
+# Znodes per request. A partition state answers in under 200 bytes, a topic znode in a few
+# kilobytes (tens for a topic of thousands of partitions): a batch answers in well under a
+# megabyte as a rule, a few megabytes at worst, which the server sends and kazoo reads whole
+# (only ZooKeeper's Java client caps what it reads, at jute.maxbuffer).
+BATCH = 200
 
 _HEADER = struct.Struct("!iBi")  # MultiHeader: type, done, err
 _INT = struct.Struct("!i")

@@ -30,6 +30,7 @@ SMOKE: list[tuple[str, list[str], dict[str, type | tuple[type, ...]]]] = [
             "floor_s": float,
             "ratio": float,
             "ratio_with_states_in_floor": float,
+            "multiread_states_s": float,
             "speedup_vs_naive": float,
             "spark_startup_s": float,
             "precision": float,
