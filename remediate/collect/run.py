@@ -12,7 +12,7 @@ from typing import Any
 
 from remediate.collect.inventory import StateChangeTail, inventory_command
 from remediate.collect.rows import inventory_rows
-from remediate.collect.snapshot import BrokerReport, write_snapshot
+from remediate.collect.snapshot import BrokerReport, write_snapshot, write_state_tables
 from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, read_cluster_state, session
 from remediate.config import BrokerConfig, ClusterConfig
 from remediate.errors import ConfigError, FormatError, TransportError
@@ -238,6 +238,10 @@ def collect(
             state = read_cluster_state(zk)
         if progress is not None:
             progress(f"ZooKeeper: {len(state.topics)} topics, {len(state.partitions)} partitions")
+        # ZooKeeper's tables are written while the inventories still run.
+        counts = write_state_tables(directory, cluster=config.cluster, state=state)
         reports = inventories.result()
-        write_snapshot(directory, cluster=config.cluster, state=state, brokers=reports)
+        write_snapshot(
+            directory, cluster=config.cluster, state=state, brokers=reports, state_tables=counts
+        )
     return Collected(directory, state, reports)

@@ -45,6 +45,8 @@ TABLES = (
     "rejections",
 )
 META = "meta.json"
+STATE_TABLES = ("topics", "assignments", "states", "topic_configs")  # ZooKeeper's alone
+BROKER_TABLES = ("brokers", "log_dirs", "replicas", "rejections")  # with the inventories
 
 
 def display_name(name: str) -> str:
@@ -128,10 +130,11 @@ class BrokerReport:
     rejections: tuple[Mapping[str, Any], ...] = ()
 
 
-def rows_from_state(
+def broker_rows(
     cluster: str, state: ClusterState, brokers: Iterable[BrokerReport]
 ) -> dict[str, list[dict[str, Any]]]:
-    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
+    """The tables that need the brokers' inventories: brokers, log_dirs, replicas, rejections."""
+    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in BROKER_TABLES}
     reports = {b.broker_id: b for b in brokers}
     for broker_id in sorted(set(reports) | set(state.brokers)):
         report = reports.get(broker_id)
@@ -163,6 +166,12 @@ def rows_from_state(
             tables["rejections"] += [
                 {"cluster": cluster, "broker": broker_id, **row} for row in report.rejections
             ]
+    return tables
+
+
+def state_rows(cluster: str, state: ClusterState) -> dict[str, list[dict[str, Any]]]:
+    """The tables read from ZooKeeper alone: topics, topic_configs, assignments, states."""
+    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in STATE_TABLES}
     for name, topic in sorted(state.topics.items()):
         tables["topics"].append(
             {
@@ -209,8 +218,33 @@ def rows_from_state(
     return tables
 
 
+def rows_from_state(
+    cluster: str, state: ClusterState, brokers: Iterable[BrokerReport]
+) -> dict[str, list[dict[str, Any]]]:
+    """Every table's rows, in TABLES order."""
+    tables = {**broker_rows(cluster, state, brokers), **state_rows(cluster, state)}
+    return {name: tables[name] for name in TABLES}
+
+
 def _int_or_none(value: str | None) -> int | None:
     return int(value) if value is not None and value.strip().isdigit() else None
+
+
+def _write_tables(directory: Path, tables: Mapping[str, list[dict[str, Any]]]) -> None:
+    encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
+    for name, rows in tables.items():
+        with open(directory / f"{name}.jsonl", "w", encoding="utf-8") as handle:
+            handle.writelines(encode(row) + "\n" for row in rows)
+
+
+def write_state_tables(directory: Path, *, cluster: str, state: ClusterState) -> dict[str, int]:
+    """Start a snapshot with the tables ZooKeeper alone gives (while the brokers are still being
+    inventoried); their row counts. `write_snapshot` finishes it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / META).unlink(missing_ok=True)
+    tables = state_rows(cluster, state)
+    _write_tables(directory, tables)
+    return {name: len(rows) for name, rows in tables.items()}
 
 
 def write_snapshot(
@@ -221,19 +255,17 @@ def write_snapshot(
     brokers: Iterable[BrokerReport],
     extra_problems: Iterable[str] = (),
     now: datetime | None = None,
+    state_tables: Mapping[str, int] | None = None,
 ) -> Path:
     """Write a snapshot directory (tables first, meta.json last: a snapshot is complete
-    exactly when meta.json exists)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    meta_path = directory / META
-    if meta_path.exists():
-        meta_path.unlink()
+    exactly when meta.json exists). `state_tables`: the row counts `write_state_tables`
+    returned when it already wrote ZooKeeper's tables into `directory`."""
+    if state_tables is None:
+        state_tables = write_state_tables(directory, cluster=cluster, state=state)
     reports = list(brokers)
-    tables = rows_from_state(cluster, state, reports)
-    encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
-    for name, rows in tables.items():
-        with open(directory / f"{name}.jsonl", "w", encoding="utf-8") as handle:
-            handle.writelines(encode(row) + "\n" for row in rows)
+    tables = broker_rows(cluster, state, reports)
+    _write_tables(directory, tables)
+    counts = {**state_tables, **{name: len(rows) for name, rows in tables.items()}}
     meta = {
         "format": FORMAT,
         "cluster": cluster,
@@ -244,8 +276,9 @@ def write_snapshot(
         "tool_version": __version__,
         "brokers_configured": sorted(b.broker_id for b in reports if b.configured),
         "problems": [*state.problems, *extra_problems],
-        "counts": {name: len(rows) for name, rows in tables.items()},
+        "counts": {name: counts[name] for name in TABLES},
     }
+    meta_path = directory / META
     tmp = meta_path.with_name(META + ".tmp")
     tmp.write_text(json.dumps(meta, indent=2) + "\n")
     os.replace(tmp, meta_path)

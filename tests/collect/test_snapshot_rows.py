@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
-from remediate.collect.snapshot import BrokerReport, ReplicaRow, read_rows, write_snapshot
+import pytest
+
+from remediate.collect.snapshot import (
+    BROKER_TABLES,
+    STATE_TABLES,
+    TABLES,
+    BrokerReport,
+    ReplicaRow,
+    read_meta,
+    read_rows,
+    write_snapshot,
+    write_state_tables,
+)
+from remediate.errors import ScanError
 from tests.plan.model import cluster
 
 ROW = ReplicaRow(
@@ -70,3 +84,25 @@ def test_zxids_and_rejections_reach_their_tables(tmp_path: Path) -> None:
     assert list(read_rows(directory, "rejections")) == [{"cluster": "c", "broker": 1, **rejection}]
     meta = json.loads((directory / "meta.json").read_text())
     assert meta["counts"]["rejections"] == 1
+
+
+def test_a_snapshot_written_in_two_parts_is_the_one_written_at_once(tmp_path: Path) -> None:
+    """collect writes ZooKeeper's tables while the brokers are inventoried, the rest after:
+    the same files, and no meta.json (not a snapshot yet) in between."""
+    state = cluster(brokers=[1, 2, 3], topics={"orders": {0: [1, 2, 3], 1: [2, 3, 1]}})
+    report = BrokerReport(1, "kafka1", configured=True, reachable=True, error=None, replicas=(ROW,))
+    now = datetime(2026, 11, 25, tzinfo=timezone.utc)
+    whole = write_snapshot(tmp_path / "whole", cluster="c", state=state, brokers=[report], now=now)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "meta.json").write_text("{}")  # a snapshot written here before
+    counts = write_state_tables(parts, cluster="c", state=state)
+    assert set(counts) == set(STATE_TABLES) and set(STATE_TABLES) | set(BROKER_TABLES) == set(
+        TABLES
+    )
+    with pytest.raises(ScanError, match="not a snapshot"):
+        read_meta(parts)
+    write_snapshot(parts, cluster="c", state=state, brokers=[report], now=now, state_tables=counts)
+    assert sorted(p.name for p in parts.iterdir()) == sorted(p.name for p in whole.iterdir())
+    for path in whole.iterdir():
+        assert (parts / path.name).read_bytes() == path.read_bytes(), path.name
