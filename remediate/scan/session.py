@@ -50,9 +50,9 @@ def settings(master: str, conf: Mapping[str, str] | None) -> dict[str, str]:
 
 def prepare_environment() -> None:
     """What Spark's launcher reads from the environment, unless already set: this Python for
-    the workers, PySpark's own SPARK_HOME, an empty SPARK_CONF_DIR (the class-data archive needs it empty; see
-    remediate/scan/archive.py; the log settings are given to the driver as a file instead),
-    the loopback address."""
+    the workers, PySpark's own SPARK_HOME, an empty SPARK_CONF_DIR (the class-data archive
+    needs it empty; see remediate/scan/archive.py; the log settings are given to the driver
+    as a file instead), the loopback address."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     home = cds.spark_home()
     if home is not None:  # spark-submit would otherwise start a Python to find it
