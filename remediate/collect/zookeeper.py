@@ -16,7 +16,7 @@ import itertools
 import ssl
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -428,15 +428,7 @@ def _decode_states(
                 problems.append(str(exc))
                 continue
             decoded[data] = known
-        partitions[(name, number)] = PartitionState(
-            leader=known.leader,
-            leader_epoch=known.leader_epoch,
-            isr=known.isr,
-            controller_epoch=known.controller_epoch,
-            zk_version=stat.version,
-            leader_recovery_state=known.leader_recovery_state,
-            mzxid=stat.mzxid,
-        )
+        partitions[(name, number)] = replace(known, zk_version=stat.version, mzxid=stat.mzxid)
     return partitions
 
 

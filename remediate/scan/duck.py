@@ -75,6 +75,15 @@ def _create_table(con: duckdb.DuckDBPyConnection, table: str, paths: Sequence[st
     )
 
 
+def load_tables(con: duckdb.DuckDBPyConnection, snapshot_dirs: Sequence[Path]) -> None:
+    """Every table of every snapshot directory, as a table of `con` with the fixed columns."""
+    for table in TABLES:
+        paths = [str(d / f"{table}.jsonl") for d in snapshot_dirs]
+        if table in OPTIONAL_TABLES:
+            paths = [p for p in paths if Path(p).exists()]
+        _create_table(con, table, paths)
+
+
 def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> Rows:
     cursor = con.execute(sql)
     names = [column[0] for column in cursor.description or ()]
@@ -86,11 +95,7 @@ def classify(snapshot_dirs: Sequence[Path], *, include_ok: bool) -> tuple[Rows, 
     replicas' rows only with `include_ok` (they are counted either way)."""
     con = duckdb.connect(":memory:")
     try:
-        for table in TABLES:
-            paths = [str(d / f"{table}.jsonl") for d in snapshot_dirs]
-            if table in OPTIONAL_TABLES:
-                paths = [p for p in paths if Path(p).exists()]
-            _create_table(con, table, paths)
+        load_tables(con, snapshot_dirs)
         con.execute(f"CREATE TABLE facts AS {duckdb_sql(FACTS_SQL)}")
         con.execute(f"CREATE TABLE findings AS {duckdb_sql(CLASSIFY_SQL)}")
         summary = _rows(con, duckdb_sql(summary_sql(include_ok=include_ok)))

@@ -1,13 +1,17 @@
-"""Fixtures of the collect tests: the toolsets (sh, find and awk) an inventory runs with."""
+"""Fixtures of the collect tests: the toolsets (sh, find and awk) an inventory runs with, and a
+real ZooKeeper."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from remediate.sandbox import process, zkserver
 
 
 @dataclass(frozen=True)
@@ -56,3 +60,14 @@ def tool_env(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, str]:
     return _env(request.param, tmp_path_factory.mktemp("bin"))
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A ZooKeeper of the module's own: its connect string and its pid."""
+    directory = tmp_path_factory.mktemp("zk")
+    port = zkserver.free_port()
+    zkserver.write_config(directory, "127.0.0.1", port)
+    pid = zkserver.start(directory, "127.0.0.1", port)
+    yield f"127.0.0.1:{port}", pid
+    process.terminate(pid, "QuorumPeerMain", timeout=10)

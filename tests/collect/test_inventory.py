@@ -1037,6 +1037,32 @@ def test_parser_on_any_text(text: str) -> None:
     assert message.startswith(f"{SOURCE}: line ")
 
 
+Edit = tuple[str, int, int, str]
+
+
+def mutated(document: str, edits: list[Edit]) -> str:
+    """`document` with each of its lines edited: dropped, duplicated, swapped with another,
+    split in two, or a character of it replaced (`poke`)."""
+    lines = document.split("\n")
+    for op, i, j, char in edits:
+        i, j = i % len(lines), j % len(lines)
+        if op == "drop":
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "split" and lines[i]:
+            k = j % len(lines[i])
+            lines[i : i + 1] = [lines[i][:k], lines[i][k:]]
+        elif lines[i]:
+            k = j % len(lines[i])
+            lines[i] = lines[i][:k] + char + lines[i][k + 1 :]
+        if not lines:
+            lines.append("")
+    return "\n".join(lines)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     document=st.sampled_from([GOOD, PLAIN_GOOD]),
@@ -1052,22 +1078,8 @@ def test_parser_on_any_text(text: str) -> None:
     ),
 )
 def test_parser_on_mutated_output(document: str, edits: list[tuple[str, int, int, str]]) -> None:
-    lines = document.split("\n")
-    for op, i, j, char in edits:
-        i, j = i % len(lines), j % len(lines)
-        if op == "drop":
-            del lines[i]
-        elif op == "duplicate":
-            lines.insert(i, lines[i])
-        elif op == "swap":
-            lines[i], lines[j] = lines[j], lines[i]
-        elif lines[i]:
-            k = j % len(lines[i])
-            lines[i] = lines[i][:k] + char + lines[i][k + 1 :]
-        if not lines:
-            lines.append("")
     try:
-        result = parse_inventory("\n".join(lines), source=SOURCE)
+        result = parse_inventory(mutated(document, edits), source=SOURCE)
     except FormatError as exc:
         message = str(exc)
     else:

@@ -17,7 +17,6 @@ from kazoo.security import make_digest_acl
 from remediate.collect import multiread
 from remediate.collect.zookeeper import ZkSettings, connect, read_cluster_state
 from remediate.errors import ZooKeeperError
-from remediate.sandbox import process, zkserver
 from tests.collect.test_zookeeper import chrooted, populate
 from tests.collect.zkproxy import MULTI_READ, ZkProxy
 
@@ -107,23 +106,14 @@ def test_any_response_reads_back_result_for_result(results: list[object]) -> Non
 # -- against ZooKeeper ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    directory = tmp_path_factory.mktemp("zk")
-    port = zkserver.free_port()
-    zkserver.write_config(directory, "127.0.0.1", port)
-    pid = zkserver.start(directory, "127.0.0.1", port)
-    yield "127.0.0.1", port
-    process.terminate(pid, "QuorumPeerMain", timeout=10)
-
-
 @pytest.fixture
 def proxy_factory(zookeeper: tuple[str, int]) -> Iterator[type[ZkProxy]]:
     proxies: list[ZkProxy] = []
+    host, port = zookeeper[0].rsplit(":", 1)
 
     class Made(ZkProxy):
         def __init__(self, *, old_server: bool = False) -> None:
-            super().__init__(zookeeper, old_server=old_server)
+            super().__init__((host, int(port)), old_server=old_server)
             proxies.append(self)
 
     yield Made
@@ -132,7 +122,7 @@ def proxy_factory(zookeeper: tuple[str, int]) -> Iterator[type[ZkProxy]]:
 
 
 def populated(zookeeper: tuple[str, int], chroot: str) -> str:
-    connect_string = f"{zookeeper[0]}:{zookeeper[1]}"
+    connect_string = zookeeper[0]
     admin = chrooted(connect_string, chroot)
     try:
         populate(admin)
@@ -201,7 +191,7 @@ def test_a_server_without_multiread_is_read_one_znode_per_request_on_the_same_se
 def test_a_batch_that_may_not_be_read_is_a_refusal_not_a_missing_znode(
     zookeeper: tuple[str, int],
 ) -> None:
-    connect_string = f"{zookeeper[0]}:{zookeeper[1]}"
+    connect_string = zookeeper[0]
     admin = KazooClient(connect_string, auth_data=[("digest", "owner:owner-secret")])
     admin.start()
     try:

@@ -22,9 +22,11 @@ from tests.collect.test_inventory import (
     METADATA,
     PLAIN_GOOD,
     TOPIC_ID,
+    Edit,
     hexs,
     make_partition,
     make_root_files,
+    mutated,
     run,
 )
 
@@ -147,22 +149,5 @@ def test_handcrafted_outputs(document: str) -> None:
         max_size=4,
     ),
 )
-def test_mutated_outputs(document: str, edits: list[tuple[str, int, int, str]]) -> None:
-    lines = document.split("\n")
-    for op, i, j, char in edits:
-        i, j = i % len(lines), j % len(lines)
-        if op == "drop":
-            del lines[i]
-        elif op == "duplicate":
-            lines.insert(i, lines[i])
-        elif op == "swap":
-            lines[i], lines[j] = lines[j], lines[i]
-        elif op == "split" and lines[i]:
-            k = j % len(lines[i])
-            lines[i : i + 1] = [lines[i][:k], lines[i][k:]]
-        elif lines[i]:
-            k = j % len(lines[i])
-            lines[i] = lines[i][:k] + char + lines[i][k + 1 :]
-        if not lines:
-            lines.append("")
-    assert_same("\n".join(lines))
+def test_mutated_outputs(document: str, edits: list[Edit]) -> None:
+    assert_same(mutated(document, edits))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
 
 import pytest
 from kazoo.client import KazooClient
@@ -41,19 +40,9 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
-from remediate.sandbox import process, zkserver
+from remediate.sandbox import zkserver
 
 TOPIC_ID = TopicId(bytes(range(16)))
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    directory = tmp_path_factory.mktemp("zk")
-    port = zkserver.free_port()
-    zkserver.write_config(directory, "127.0.0.1", port)
-    pid = zkserver.start(directory, "127.0.0.1", port)
-    yield f"127.0.0.1:{port}", pid
-    process.terminate(pid, "QuorumPeerMain", timeout=10)
 
 
 def chrooted(connect: str, chroot: str) -> KazooClient:

@@ -24,6 +24,13 @@ _INT = struct.Struct("!i")
 _REPLY = struct.Struct("!iqi")  # ReplyHeader: xid, zxid, err
 
 
+def _shut(*sockets: socket.socket) -> None:
+    for sock in sockets:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+
+
 def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
     data = b""
     while len(data) < size:
@@ -99,10 +106,7 @@ class ZkProxy:
         except OSError:
             pass
         finally:
-            for sock in (client, server):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
+            _shut(client, server)
 
     def _answers(
         self, server: socket.socket, client: socket.socket, sending: threading.Lock
@@ -117,6 +121,4 @@ class ZkProxy:
         except OSError:
             pass
         finally:
-            for sock in (client, server):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            _shut(client, server)

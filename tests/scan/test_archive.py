@@ -81,12 +81,16 @@ def test_no_key_without_jars(homes: tuple[Path, Path], tmp_path: Path) -> None:
     assert archive.key(OPTIONS, java=java, spark=tmp_path / "nowhere") is None
 
 
-def test_a_scan_uses_only_an_archive_made_for_it(
-    homes: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def installed(homes: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake homes as the Java and the PySpark a scan would use."""
     java, spark = homes
     monkeypatch.setattr(archive, "java_home", lambda: java)
     monkeypatch.setattr(archive, "spark_home", lambda: spark)
+
+
+@pytest.mark.usefixtures("installed")
+def test_a_scan_uses_only_an_archive_made_for_it() -> None:
     assert archive.usable(OPTIONS) is None  # none built
     path = archive.path_for(OPTIONS)
     assert path is not None
@@ -107,12 +111,8 @@ def test_options_with_an_archive_map_it_and_say_nothing() -> None:
     assert "-Xlog:cds=off" in options  # and says nothing on stdout, which carries --json
 
 
-def test_building_with_a_conf_dir_that_is_not_empty_is_refused(
-    homes: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    java, spark = homes
-    monkeypatch.setattr(archive, "java_home", lambda: java)
-    monkeypatch.setattr(archive, "spark_home", lambda: spark)
+@pytest.mark.usefixtures("installed")
+def test_building_with_a_conf_dir_that_is_not_empty_is_refused() -> None:
     (Path(os.environ["SPARK_CONF_DIR"]) / "spark-defaults.conf").write_text("")
     with pytest.raises(ScanError, match="not an empty directory"):
         archive.build(OPTIONS)

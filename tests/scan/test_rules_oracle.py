@@ -16,9 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from remediate.collect.snapshot import TABLES
 from remediate.scan import duck
-from remediate.scan.rules import CLASSIFY_SQL, FACTS_SQL, OPTIONAL_TABLES
+from remediate.scan.rules import CLASSIFY_SQL, FACTS_SQL
 from tests.scan import reference_rules, test_classify, test_stale_leader
 from tests.scan.builder import SnapshotBuilder, X, Y
 from tests.scan.test_engines import snapshots
@@ -28,11 +27,7 @@ def findings(steps: Sequence[str], snapshot_dirs: Sequence[Path]) -> list[str]:
     """The rows of the last of `steps`, each step before it stored as the table `facts`."""
     con = duckdb.connect(":memory:")
     try:
-        for table in TABLES:
-            paths = [str(d / f"{table}.jsonl") for d in snapshot_dirs]
-            if table in OPTIONAL_TABLES:
-                paths = [p for p in paths if Path(p).exists()]
-            duck._create_table(con, table, paths)
+        duck.load_tables(con, snapshot_dirs)
         for step in steps[:-1]:
             con.execute(f"CREATE TABLE facts AS {duck.duckdb_sql(step)}")
         cursor = con.execute(duck.duckdb_sql(steps[-1]))
