@@ -166,10 +166,19 @@ def build(java_options: str, *, progress: Progress | None = None, force: bool = 
         partial = archive.with_suffix(f".{os.getpid()}.tmp")
         _dump(java_options, classes, partial)
         os.replace(partial, archive)
-    for stale in archive.parent.glob("*.jsa"):
-        if stale != archive:
-            stale.unlink(missing_ok=True)
+    _prune(archive.parent)
     return archive
+
+
+# Archives of other installs (another checkout, an older Java or PySpark) are kept, the newest
+# few: each is some 180 MB.
+KEEP = 3
+
+
+def _prune(directory: Path) -> None:
+    archives = sorted(directory.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for stale in archives[KEEP:]:
+        stale.unlink(missing_ok=True)
 
 
 def _training_run(java_options: str, classes: Path) -> None:

@@ -157,3 +157,15 @@ def test_the_driver_jvm_maps_the_archive_make_setup_built() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "True", done.stderr[-2000:]
     assert done.stderr == "", "nothing on stderr"
+
+
+def test_the_newest_archives_are_kept(tmp_path: Path) -> None:
+    """Other installs' archives stay (another checkout, an older Java), the newest few only."""
+    for n in range(archive.KEEP + 2):
+        made = tmp_path / f"{n}.jsa"
+        made.write_bytes(b"")
+        os.utime(made, (1_000_000 + n, 1_000_000 + n))
+    (tmp_path / "notes.txt").write_text("not an archive")
+    archive._prune(tmp_path)
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert kept == sorted([f"{n}.jsa" for n in range(2, archive.KEEP + 2)] + ["notes.txt"])
