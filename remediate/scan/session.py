@@ -9,8 +9,9 @@ Quick: the driver JVM runs with the C1 compiler only and the serial collector
 (`DRIVER_JAVA_OPTIONS`): a scan is seconds of cold code, where C2's compilations and parallel
 GC threads cost more than they give. cluster.yaml's spark.conf overrides them
 (`spark.driver.extraJavaOptions`). It maps Spark's classes from the class-data archive when
-one was built for it (remediate/scan/archive.py), and a scan's session classifies a small
-sample while the cluster is being read (`warm`), so the real classification runs warm.
+one was built for it (remediate/scan/archive.py), and where the machine is idle while the
+cluster is being read, a scan's session classifies a small sample meanwhile (`warm`), so that
+the real classification runs warm.
 """
 
 from __future__ import annotations
