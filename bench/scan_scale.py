@@ -10,7 +10,8 @@ What it does (see bench/README.md):
    with a seeded RNG (the ground truth) and a few decoys that must NOT be reported;
 3. runs the whole scan as the tool does, first: `remediate scan --json` in a new process
    (Spark, cold, started while collecting), from exec to exit, and the same on the embedded
-   engine (`--engine duckdb`); the speedup over the naive approach is measured on the former.
+   engine (`--engine duckdb`), each twice (the lower counts); the speedup over the naive
+   approach is measured on the former.
    Then the real scan path in this process, timed: collect (`remediate.collect.run.collect`:
    kazoo + one inventory command per broker through the local transport, all brokers in
    parallel, writing a snapshot dir) and classify (`classify_snapshots` on a Spark session
@@ -47,6 +48,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -869,6 +871,18 @@ def whole_scan(cluster_yaml: Path, engine: str) -> dict[str, Any]:
     return {"wall_s": wall, "stderr_bytes": len(done.stderr), "found": found}
 
 
+def inventory_awk() -> str:
+    """The awk the inventory command runs here: $REMEDIATE_AWK, else mawk, else awk."""
+    chosen = os.environ.get("REMEDIATE_AWK") or shutil.which("mawk") or shutil.which("awk")
+    return os.path.realpath(shutil.which(chosen) or chosen) if chosen else "awk"
+
+
+def worst_of(truth: set[Truth], runs: list[dict[str, Any]]) -> tuple[float, float]:
+    """The lowest precision and the lowest recall over whole-scan runs."""
+    scores = [compare(truth, run["found"])[:2] for run in runs]
+    return min(p for p, _ in scores), min(r for _, r in scores)
+
+
 def compare(truth: set[Truth], found: list[Truth]) -> tuple[float, float, list[str]]:
     found_set = set(found)
     hits = truth & found_set
@@ -971,13 +985,17 @@ def run(args: argparse.Namespace, work: Path, res: Resources) -> dict[str, Any]:
     cluster.dirs.clear()
 
     # The whole scan as the tool runs it, first (no JVM of the bench's yet): a new process,
-    # Spark starting while the cluster is read, cold. The speedup is measured on this.
-    whole: dict[str, dict[str, Any]] = {}
-    for engine in ("spark", "duckdb"):
-        whole[engine], _ = timed(
-            f"WHOLE SCAN (remediate scan --engine {engine} --json, a new process)",
-            lambda engine=engine: whole_scan(cluster_yaml, engine),
-        )
+    # Spark starting while the cluster is read, cold. The speedup is measured on this. Twice
+    # per engine, each a new process: the first after a boot also reads Spark's jars and the
+    # class-data archive from disk, while every other measurement here (the naive script's
+    # included) reads files already in the page cache; the lower of the two is the figure,
+    # both are reported, and both must find exactly the planted faults.
+    whole: dict[str, list[dict[str, Any]]] = {"spark": [], "duckdb": []}
+    for attempt in (1, 2):
+        for engine in ("spark", "duckdb"):
+            label = f"WHOLE SCAN {attempt} (remediate scan --engine {engine} --json, a new process)"
+            result, _ = timed(label, partial(whole_scan, cluster_yaml, engine))
+            whole[engine].append(result)
 
     from remediate.scan.runner import classify_snapshots, spark_session  # noqa: PLC0415
 
@@ -1070,9 +1088,9 @@ def run(args: argparse.Namespace, work: Path, res: Resources) -> dict[str, Any]:
     )
     naive_s = naive_zk_s + naive_files_s
     naive_cat_s = naive_zk_s + naive_cat_files_s
-    whole_s = whole["spark"]["wall_s"]
-    whole_precision, whole_recall, _ = compare(cluster.truth, whole["spark"]["found"])
-    duck_precision, duck_recall, _ = compare(cluster.truth, whole["duckdb"]["found"])
+    whole_s = min(run["wall_s"] for run in whole["spark"])
+    whole_precision, whole_recall = worst_of(cluster.truth, whole["spark"])
+    duck_precision, duck_recall = worst_of(cluster.truth, whole["duckdb"])
 
     scan_s = collect_s + classify_s
     ratio = scan_s / floor_s
@@ -1109,7 +1127,7 @@ def run(args: argparse.Namespace, work: Path, res: Resources) -> dict[str, Any]:
         "classify_inner_s": round(classify_inner_s, 3),
         "collect_cpu": collect_meter.figures,
         "classify_cpu": classify_meter.figures,
-        "awk": os.path.realpath(shutil.which("awk") or "awk"),
+        "awk": inventory_awk(),
         "cores": os.cpu_count(),
         "naive_method": (
             "sequential blocking zk.get per topic znode and per partition state"
@@ -1121,10 +1139,12 @@ def run(args: argparse.Namespace, work: Path, res: Resources) -> dict[str, Any]:
         "whole_scan_s": round(whole_s, 3),
         "whole_scan_method": "remediate scan --json in a new process (Spark, cold, started"
         " while collecting), from exec to exit",
-        "whole_scan_stderr_bytes": whole["spark"]["stderr_bytes"],
+        "whole_scan_runs_s": [round(run["wall_s"], 3) for run in whole["spark"]],
+        "whole_scan_stderr_bytes": max(run["stderr_bytes"] for run in whole["spark"]),
         "whole_scan_precision": round(whole_precision, 6),
         "whole_scan_recall": round(whole_recall, 6),
-        "whole_scan_duckdb_s": round(whole["duckdb"]["wall_s"], 3),
+        "whole_scan_duckdb_s": round(min(run["wall_s"] for run in whole["duckdb"]), 3),
+        "whole_scan_duckdb_runs_s": [round(run["wall_s"], 3) for run in whole["duckdb"]],
         "whole_scan_duckdb_precision": round(duck_precision, 6),
         "whole_scan_duckdb_recall": round(duck_recall, 6),
         "speedup_vs_naive": round(naive_s / whole_s, 3),
