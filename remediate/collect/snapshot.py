@@ -218,14 +218,6 @@ def state_rows(cluster: str, state: ClusterState) -> dict[str, list[dict[str, An
     return tables
 
 
-def rows_from_state(
-    cluster: str, state: ClusterState, brokers: Iterable[BrokerReport]
-) -> dict[str, list[dict[str, Any]]]:
-    """Every table's rows, in TABLES order."""
-    tables = {**broker_rows(cluster, state, brokers), **state_rows(cluster, state)}
-    return {name: tables[name] for name in TABLES}
-
-
 def _int_or_none(value: str | None) -> int | None:
     return int(value) if value is not None and value.strip().isdigit() else None
 
