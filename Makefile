@@ -13,22 +13,23 @@ DEMO_DIR ?= .sandbox/demo
 APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk chromium chromium-driver \
 	docker-compose shellcheck
 
-.PHONY: help setup system venv spark-archive lint typecheck unit test fault-table demo bench clean
+.PHONY: help setup system venv spark-archive kafka-jars lint typecheck unit test fault-table demo bench clean
 
 help:
-	@echo "make setup   install system packages, .venv and Spark's class-data archive (idempotent)"
+	@echo "make setup   install system packages, .venv, Spark's class-data archive and real Kafka's jars (idempotent)"
 	@echo "make demo    start the sandbox, reproduce the incident, scan, plan, fix, check"
 	@echo "make test    setup, ruff, mypy (strict) and the whole test suite"
 	@echo "make bench   run the benchmarks in bench/"
 	@echo "make fault-table  run the fault tests and write their table into docs/faults.md"
 
-setup: system venv spark-archive
+setup: system venv spark-archive kafka-jars
 
-# zookeeper and openssh-server from Debian; a Java runtime and python3-venv only if missing.
+# zookeeper and openssh-server from Debian; a Java runtime, Maven and python3-venv only if missing.
 system:
 	@missing=""; \
 	for pkg in $(APT_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
 	command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	command -v mvn >/dev/null 2>&1 || missing="$$missing maven"; \
 	$(PYTHON) -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
@@ -42,6 +43,11 @@ venv: $(BIN)/.installed
 # PySpark install (half a minute to a minute); a no-op when it is there.
 spark-archive: venv
 	@$(BIN)/remediate prepare-spark
+
+# Real Apache Kafka 2.8.2 and 3.4.1 and Kafka 1.0.2's tools, from Maven Central
+# (lab/kafka/pom.xml), into lab/kafka/jars/: fetched once, a no-op while the cache is complete.
+kafka-jars: venv
+	@$(BIN)/remediate sandbox fetch-kafka
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from remediate.collect.run import Progress
@@ -75,7 +75,7 @@ def _plan(
             allow_unsafe=allow_unsafe,
             include_topics=frozenset(include_topics),
             min_isr_default=config.min_insync_replicas_default,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             candidate=candidate,
             restore_only=restore_only,
         ),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,52 +72,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     )
     if reporter is not None:
         reporter.write_line(f"fault table: {len(rows)} rows written to {document}")
-
-
-# -- the real-Kafka lab (tests/lab, marker `lab`): only where a Docker engine answers ---------
-
-LAB_NOT_RUN = pytest.StashKey[tuple[int, str]]()
-
-
-def docker_engine_problem() -> str | None:
-    """Why the lab cannot run here (no docker client, no engine, no compose plugin), or None."""
-    docker = shutil.which("docker")
-    if docker is None:
-        return "no docker command"
-    for args, missing in (
-        (["info", "--format", "{{.ServerVersion}}"], "no Docker engine"),
-        (["compose", "version"], "no `docker compose` plugin"),
-    ):
-        try:
-            answer = subprocess.run(
-                [docker, *args], capture_output=True, text=True, check=False, timeout=30
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"{missing} ({exc})"
-        if answer.returncode != 0:
-            said = (answer.stderr.strip() or answer.stdout.strip()).splitlines()
-            return f"{missing} (docker {args[0]}: {said[-1] if said else answer.returncode})"
-    return None
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the lab tests where no Docker engine answers; the summary says so."""
-    lab = [item for item in items if item.get_closest_marker("lab") is not None]
-    if not lab:
-        return
-    problem = docker_engine_problem()
-    if problem is None:
-        return
-    items[:] = [item for item in items if item.get_closest_marker("lab") is None]
-    config.hook.pytest_deselected(items=lab)
-    config.stash[LAB_NOT_RUN] = (len(lab), problem)
-
-
-def pytest_terminal_summary(
-    terminalreporter: pytest.TerminalReporter, config: pytest.Config
-) -> None:
-    if LAB_NOT_RUN in config.stash:
-        count, problem = config.stash[LAB_NOT_RUN]
-        terminalreporter.write_line(
-            f"lab: {count} tests against real Kafka not run: {problem}", yellow=True
-        )

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from remediate.sandbox import admin, client, cluster
+from remediate.sandbox import admin, clients, cluster, jvm_broker, kafka_jars, legacy_admin
 from remediate.sandbox.reproduce import Step, reproduce
 
 DEFAULT_DIR = ".sandbox"
@@ -40,7 +40,17 @@ def emit_json(document: Any) -> None:
 
 @click.group()
 def sandbox() -> None:
-    """An emulated ZooKeeper-mode Kafka cluster on a real ZooKeeper."""
+    """A ZooKeeper-mode Kafka cluster on a real ZooKeeper: emulated brokers or real Kafka."""
+
+
+def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=option)
+        values[key.strip()] = value
+    return values
 
 
 @sandbox.command()
@@ -48,7 +58,19 @@ def sandbox() -> None:
 @click.option("--brokers", default=3, show_default=True, type=click.IntRange(1, 9))
 @click.option("--ssh", is_flag=True, help="Also start one sshd per broker; cluster.yaml uses ssh.")
 @click.option(
-    "--kafka-version", type=click.Choice(["2.8", "3.4"]), default="2.8", show_default=True
+    "--kafka",
+    "kafka",
+    type=click.Choice(list(jvm_broker.KAFKA_KINDS)),
+    default=jvm_broker.EMULATED,
+    show_default=True,
+    help="The brokers: the emulator, or real Apache Kafka from Maven Central's jars"
+    " (`remediate sandbox fetch-kafka` fetches them; make setup does).",
+)
+@click.option(
+    "--kafka-version",
+    type=click.Choice(["2.8", "3.4"]),
+    default=None,
+    help="The Kafka line the emulator follows (default 2.8); real Kafka is its own.",
 )
 @click.option("--log-dirs", "log_dirs", default=2, show_default=True, type=click.IntRange(1, 4))
 @click.option(
@@ -57,31 +79,66 @@ def sandbox() -> None:
     show_default=True,
     type=click.IntRange(0),
     help="Emulated log recovery at every broker start, before it registers (real brokers take"
-    " tens of seconds).",
+    " tens of seconds). The emulator only.",
+)
+@click.option(
+    "--broker-property",
+    "broker_properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A broker setting (Kafka's key) for every broker's server.properties; repeatable.",
 )
 @json_option
 def up(
     directory: Path,
     brokers: int,
     ssh: bool,
-    kafka_version: str,
+    kafka: str,
+    kafka_version: str | None,
     log_dirs: int,
     log_recovery_ms: int,
+    broker_properties: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Start ZooKeeper and the brokers; write DIR/cluster.yaml. Safe to run twice."""
+    real = jvm_broker.REAL_KAFKA.get(kafka)
+    if real is not None and kafka_version not in (None, real.line):
+        raise click.BadParameter(
+            f"{kafka} is Kafka {real.line}, not {kafka_version}", param_hint="--kafka-version"
+        )
+    if real is not None and log_recovery_ms:
+        raise click.BadParameter(
+            "real brokers recover their logs themselves", param_hint="--log-recovery-ms"
+        )
+    properties = _key_values(broker_properties, "--broker-property")
+    if log_recovery_ms:
+        properties["sandbox.log.recovery.ms"] = str(log_recovery_ms)
     with err.status("starting ZooKeeper and brokers"):
         cluster.up(
             directory,
             brokers=brokers,
-            kafka_version=kafka_version,
+            kafka=kafka,
+            kafka_version=kafka_version or "2.8",
             log_dirs_per_broker=log_dirs,
             ssh=ssh,
-            properties={"sandbox.log.recovery.ms": str(log_recovery_ms)}
-            if log_recovery_ms
-            else None,
+            properties=properties or None,
         )
     _show_status(directory, as_json)
+
+
+@sandbox.command(name="fetch-kafka")
+@json_option
+def fetch_kafka(as_json: bool) -> None:
+    """Fetch real Kafka's jars from Maven Central once (lab/kafka/pom.xml): the 2.8.2 and 3.4.1
+    brokers and Kafka 1.0.2's tools. Nothing is fetched while the cache is complete."""
+    with err.status("fetching real Kafka's jars with Maven"):
+        fetched = kafka_jars.fetch()
+    if as_json:
+        emit_json({"cache": str(kafka_jars.jars_dir()), "fetched": fetched})
+    elif fetched:
+        out.print(f"fetched {', '.join(fetched)} into {kafka_jars.jars_dir()}")
+    else:
+        out.print(f"real Kafka's jars are in {kafka_jars.jars_dir()}")
 
 
 @sandbox.command()
@@ -111,7 +168,9 @@ def _show_status(directory: Path, as_json: bool) -> None:
         return
     zk = document["zookeeper"]
     out.print(f"ZooKeeper {zk['connect']}: {'running' if zk['running'] else 'stopped'}")
-    out.print(f"Kafka {document['kafka_version']} emulation; controller: {document['controller']}")
+    real = jvm_broker.REAL_KAFKA.get(document["kafka"])
+    brokers = real.label if real else f"Kafka {document['kafka_version']} emulation"
+    out.print(f"{brokers}; controller: {document['controller']}")
     table = Table("broker", "listener", "running", "registered", "log dirs")
     for broker in document["brokers"]:
         table.add_row(
@@ -232,8 +291,7 @@ def produce_command(
     try:
         log_file = acked_log.open("a") if acked_log else None
         try:
-            report = client.produce(
-                zk,
+            report = clients.for_sandbox(state, zk).produce(
                 topic,
                 count=count,
                 key_prefix=key_prefix,
@@ -268,7 +326,7 @@ def consume_command(directory: Path, topic: str, as_json: bool) -> int:
     state = cluster.load_state(directory.resolve())
     zk = cluster.zk_client(state)
     try:
-        records, errors = client.consume(zk, topic)
+        records, errors = clients.for_sandbox(state, zk).consume(topic)
     finally:
         zk.stop()
         zk.close()
@@ -292,7 +350,9 @@ def consume_command(directory: Path, topic: str, as_json: bool) -> int:
 
 @sandbox.group(name="admin")
 def admin_group() -> None:
-    """Single admin steps, done through ZooKeeper as Kafka's tools do."""
+    """Single admin steps, through ZooKeeper as Kafka's tools do. `--legacy` is the pre-2.8
+    client: Kafka 1.0.2's own TopicCommand on real brokers, its byte-exact stand-in on the
+    emulator."""
 
 
 @admin_group.command(name="create-topic")
@@ -312,16 +372,16 @@ def create_topic_command(
     configs: tuple[str, ...],
     legacy: bool,
 ) -> None:
-    config: dict[str, str] = {}
-    for item in configs:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--config")
-        config[key] = value
+    config = _key_values(configs, "--config")
     with _zk(directory) as zk:
-        result = admin.create_topic(
-            zk, topic, partitions, replication_factor, config=config, legacy=legacy
-        )
+        if legacy:
+            result = legacy_admin.create_topic(
+                zk.state, zk.client, topic, partitions, replication_factor, config=config
+            )
+        else:
+            result = admin.create_topic(
+                zk.client, topic, partitions, replication_factor, config=config
+            )
     out.print(f"created {topic}: {dict(result.partitions)} topic_id={result.topic_id}")
 
 
@@ -336,7 +396,10 @@ def create_topic_command(
 )
 def add_partitions_command(directory: Path, topic: str, partitions: int, legacy: bool) -> None:
     with _zk(directory) as zk:
-        result = admin.add_partitions(zk, topic, partitions, legacy=legacy)
+        if legacy:
+            result = legacy_admin.add_partitions(zk.state, zk.client, topic, partitions)
+        else:
+            result = admin.add_partitions(zk.client, topic, partitions)
     out.print(f"{topic} now has {len(result.partitions)} partitions; topic_id={result.topic_id}")
 
 
@@ -345,7 +408,7 @@ def add_partitions_command(directory: Path, topic: str, partitions: int, legacy:
 def failover_command(directory: Path) -> None:
     """Delete /controller and wait for the next election."""
     with _zk(directory) as zk:
-        before, after = admin.failover_controller(zk)
+        before, after = admin.failover_controller(zk.client)
     out.print(
         f"controller moved from broker {before.broker_id} to {after.broker_id}"
         f" (epoch {after.epoch})"
@@ -364,12 +427,14 @@ def restart_command(broker_id: int, directory: Path) -> None:
 
 
 class _zk:
+    """The sandbox's state and a ZooKeeper session to it, for one command."""
+
     def __init__(self, directory: Path) -> None:
         self.state = cluster.load_state(directory.resolve())
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> _zk:
         self.client = cluster.zk_client(self.state)
-        return self.client
+        return self
 
     def __exit__(self, *_: object) -> None:
         self.client.stop()

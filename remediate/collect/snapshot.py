@@ -25,7 +25,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -262,7 +262,7 @@ def write_snapshot(
         "format": FORMAT,
         "cluster": cluster,
         "cluster_id": state.cluster_id,
-        "collected_at": (now or datetime.now(timezone.utc)).isoformat(),
+        "collected_at": (now or datetime.now(UTC)).isoformat(),
         "controller": state.controller_id,
         "controller_epoch": state.controller_epoch,
         "tool_version": __version__,

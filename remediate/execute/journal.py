@@ -18,7 +18,7 @@ import socket
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -46,7 +46,7 @@ def new_run_id(now: float, *, entropy: str | None = None) -> str:
     The time comes first so that run ids sort by start time; the suffix keeps two runs started
     in the same second apart. Pure when `entropy` is given.
     """
-    stamp = datetime.fromtimestamp(now, tz=timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y%m%dT%H%M%SZ")
     run_id = f"{stamp}-{secrets.token_hex(3) if entropy is None else entropy}"
     validate_run_id(run_id)
     return run_id
@@ -76,7 +76,7 @@ def secret_keys(value: object, prefix: str = "") -> list[str]:
 
 def iso_time(now: float) -> str:
     """`now` as ISO 8601 UTC with milliseconds, e.g. `2026-11-22T03:15:00.123Z`."""
-    text = datetime.fromtimestamp(now, tz=timezone.utc).isoformat(timespec="milliseconds")
+    text = datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="milliseconds")
     return text.replace("+00:00", "Z")
 
 

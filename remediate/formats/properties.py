@@ -13,7 +13,7 @@ them with Properties.store(OutputStream), which escapes every character outside 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from remediate.errors import FormatError
 
@@ -176,7 +176,7 @@ def _escape(text: str, *, is_key: bool) -> str:
 def dump_properties(values: Mapping[str, str], *, now: datetime | None = None) -> bytes:
     """Write the way Properties.store(OutputStream) does: a comment line, a date line, then
     key=value lines in printable ASCII (anything else as \\uXXXX)."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%a %b %d %H:%M:%S UTC %Y")
+    stamp = (now or datetime.now(UTC)).strftime("%a %b %d %H:%M:%S UTC %Y")
     lines = ["#", f"#{stamp}"]
     lines += [f"{_escape(k, is_key=True)}={_escape(v, is_key=False)}" for k, v in values.items()]
     return ("\n".join(lines) + "\n").encode("ascii")

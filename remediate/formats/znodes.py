@@ -27,6 +27,7 @@ from remediate.formats.jsonutil import (
     get_str,
     load_object,
 )
+from remediate.formats.scala_order import legacy_partition_order, mutable_hash_map_order
 from remediate.formats.topic_id import TopicId, parse_topic_id
 
 # -- paths -------------------------------------------------------------------------------------
@@ -140,16 +141,23 @@ def decode_topic(data: bytes | None, *, source: str) -> TopicAssignment:
 
 
 def encode_topic(assignment: TopicAssignment) -> bytes:
-    """What a 2.8+ controller or admin writes: version 3, `topic_id` only when known."""
+    """What a 2.8+ controller or admin writes: version 3, `topic_id` only when known, every
+    map's keys in the order Kafka's Scala 2.13 build writes them (ZkData.TopicZNode.encode:
+    mutable hash maps, scala_order.py)."""
     doc: dict[str, Any] = {
         "version": 3,
-        "partitions": _encode_replica_map(assignment.partitions),
-        "adding_replicas": _encode_replica_map(assignment.adding_replicas),
-        "removing_replicas": _encode_replica_map(assignment.removing_replicas),
+        "partitions": _encode_scala_map(assignment.partitions),
+        "adding_replicas": _encode_scala_map(assignment.adding_replicas),
+        "removing_replicas": _encode_scala_map(assignment.removing_replicas),
     }
     if assignment.topic_id is not None:
         doc["topic_id"] = str(assignment.topic_id)
-    return dump(doc)
+    return dump({key: doc[key] for key in mutable_hash_map_order(doc, initial_table=8)})
+
+
+def _encode_scala_map(replicas: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
+    as_text = {str(p): list(r) for p, r in replicas.items()}
+    return {key: as_text[key] for key in mutable_hash_map_order(as_text)}
 
 
 def with_topic_id(data: bytes | None, topic_id: TopicId, *, source: str) -> bytes:
@@ -167,12 +175,13 @@ def with_topic_id(data: bytes | None, topic_id: TopicId, *, source: str) -> byte
 
 
 def encode_topic_legacy(partitions: Mapping[int, Sequence[int]]) -> bytes:
-    """What a pre-2.4 client (Kafka 1.0 AdminUtils) writes: version 1, no id, nothing else."""
-    return dump({"version": 1, "partitions": _encode_replica_map(partitions)})
-
-
-def _encode_replica_map(replicas: Mapping[int, Sequence[int]]) -> dict[str, list[int]]:
-    return {str(p): list(r) for p, r in sorted(replicas.items())}
+    """What a pre-2.4 client (Kafka 1.0 AdminUtils) writes: version 1, no id, nothing else,
+    the partitions in the order its Scala map writes them (scala_order.legacy_partition_order;
+    numeric order for a map that is not partitions 0 to N-1)."""
+    numbers = sorted(partitions)
+    if numbers == list(range(len(numbers))):
+        numbers = legacy_partition_order(len(numbers))
+    return dump({"version": 1, "partitions": {str(p): list(partitions[p]) for p in numbers}})
 
 
 # -- /brokers/topics/<t>/partitions/<p>/state --------------------------------------------------

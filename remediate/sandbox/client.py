@@ -3,7 +3,8 @@
 Leaders and broker addresses come from ZooKeeper (the partition state znodes and
 `/brokers/ids`), as old Kafka clients did. The producer uses acks=all by default and reports
 every error per partition with Kafka's error names; the consumer reads every partition from
-offset 0 up to the high watermark its leader reports.
+offset 0 up to the high watermark its leader reports, by topic id as consumers since
+Kafka 3.1 and librdkafka 2 do (Fetch v13+).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -71,6 +72,12 @@ class ClusterView:
         data, _ = self.zk.get(topic_path(topic))
         return sorted(decode_topic(data, source=topic_path(topic)).partitions)
 
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id as a client's metadata gives it (ZooKeeper's)."""
+        data, _ = self.zk.get(topic_path(topic))
+        topic_id = decode_topic(data, source=topic_path(topic)).topic_id
+        return None if topic_id is None else str(topic_id)
+
     def leader(self, topic: str, partition: int) -> tuple[int, str, int] | None:
         try:
             data, _ = self.zk.get(partition_state_path(topic, partition))
@@ -118,7 +125,7 @@ class Producer:
         self.timeout_ms = timeout_ms
 
     def send(
-        self, topic: str, partition: int, records: list[tuple[str, str]]
+        self, topic: str, partition: int, records: Sequence[tuple[str, str]]
     ) -> tuple[int | None, str | None]:
         """Send one batch to the partition's leader: (base offset, None) or (None, error name)."""
         leader = self.view.leader(topic, partition)
@@ -199,47 +206,72 @@ class ConsumedRecord:
 def consume(
     zk: KazooClient, topic: str, *, timeout: float = 10.0
 ) -> tuple[list[ConsumedRecord], dict[int, str]]:
-    """Read every partition from offset 0 to its high watermark; errors per partition."""
+    """Read every partition from offset 0 to its high watermark, all of them within one
+    `timeout` as a consumer fetching them together would; errors per partition."""
     view = ClusterView(zk)
     records: list[ConsumedRecord] = []
     errors: dict[int, str] = {}
     try:
-        for partition in view.partitions(topic):
-            offset = 0
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                leader = view.leader(topic, partition)
-                if leader is None:
-                    errors[partition] = NO_LEADER
-                    time.sleep(0.2)
-                    continue
-                request = {
-                    "api": "Fetch",
-                    "replica_id": -1,
-                    "max_wait_ms": 0,
-                    "max_records": 1000,
-                    "partitions": [{"topic": topic, "partition": partition, "offset": offset}],
-                }
-                try:
-                    response = view.connection(leader[1], leader[2]).call(request)
-                except wire.WireError:
-                    errors[partition] = CONNECTION_ERROR
-                    time.sleep(0.2)
-                    continue
-                result = response["partitions"][0]
-                if result["error"] != wire.NONE:
-                    errors[partition] = wire.ERROR_NAMES.get(result["error"], str(result["error"]))
-                    time.sleep(0.2)
-                    continue
-                errors.pop(partition, None)
-                for record_offset, _epoch, key, value in result["records"]:
-                    records.append(ConsumedRecord(partition, record_offset, key, value))
-                    offset = record_offset + 1
-                if offset >= result["high_watermark"]:
-                    break
+        # A modern consumer fetches by topic id (Fetch v13+), which a 3.x leader checks.
+        topic_id = view.topic_id(topic)
+        offsets = dict.fromkeys(view.partitions(topic), 0)
+        deadline = time.monotonic() + timeout
+        while offsets and time.monotonic() < deadline:
+            failed = False
+            for partition in list(offsets):
+                error = _fetch_once(view, topic, topic_id, partition, offsets, records)
+                if error is None:
+                    errors.pop(partition, None)
+                else:
+                    errors[partition] = error
+                    failed = True
+            if failed and offsets:
+                time.sleep(0.2)
     finally:
         view.close()
     return records, errors
+
+
+def _fetch_once(
+    view: ClusterView,
+    topic: str,
+    topic_id: str | None,
+    partition: int,
+    offsets: dict[int, int],
+    records: list[ConsumedRecord],
+) -> str | None:
+    """One fetch of `partition` from its leader at `offsets[partition]`; the partition leaves
+    `offsets` once read to its high watermark. The error's name, or None."""
+    leader = view.leader(topic, partition)
+    if leader is None:
+        return NO_LEADER
+    request = {
+        "api": "Fetch",
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "max_records": 1000,
+        "partitions": [
+            {
+                "topic": topic,
+                "partition": partition,
+                "offset": offsets[partition],
+                "topic_id": topic_id,
+            }
+        ],
+    }
+    try:
+        response = view.connection(leader[1], leader[2]).call(request)
+    except wire.WireError:
+        return CONNECTION_ERROR
+    result = response["partitions"][0]
+    if result["error"] != wire.NONE:
+        return wire.ERROR_NAMES.get(result["error"], str(result["error"]))
+    for record_offset, _epoch, key, value in result["records"]:
+        records.append(ConsumedRecord(partition, record_offset, key, value))
+        offsets[partition] = record_offset + 1
+    if offsets[partition] >= result["high_watermark"]:
+        del offsets[partition]
+    return None
 
 
 def read_acked_log(path: Path) -> list[Acked]:

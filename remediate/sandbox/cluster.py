@@ -5,17 +5,23 @@ Layout of a sandbox directory D:
     D/sandbox.json                      what `up` started (ports, pids, settings)
     D/cluster.yaml                      the tool's configuration for this cluster
     D/zookeeper/                        zoo.cfg, data/, zookeeper.log
-    D/broker-<id>/server.properties     the broker's Kafka-style configuration
+    D/broker-<id>/server.properties     the broker's configuration (Kafka's keys)
     D/broker-<id>/data-<n>/             its log dirs
     D/broker-<id>/logs/                 server.log, state-change.log, kafkaServer.out
     D/broker-<id>/broker.pid
+    D/kafka-log4j.properties            real Kafka's logging (with --kafka real-*)
     D/ssh/                              keys, known_hosts and sshd configs (with --ssh)
+
+A broker is either the emulator (`remediate.sandbox.broker`, `--kafka emulated`) or real
+Apache Kafka from Maven Central's jars (`--kafka real-2.8.2|real-3.4.1`, jvm_broker.py); both
+are started, stopped and found by pid the same way.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,7 +33,7 @@ from kazoo.client import KazooClient
 
 from remediate.errors import SandboxError
 from remediate.formats.znodes import BROKER_IDS, CONTROLLER, decode_controller
-from remediate.sandbox import process, sshd, zkserver
+from remediate.sandbox import jvm_broker, kafka_jars, process, sshd, zkserver
 from remediate.sandbox.config import (
     KAFKA_VERSIONS,
     BrokerSettings,
@@ -38,6 +44,13 @@ from remediate.sandbox.config import (
 BROKER_MARKER = "remediate.sandbox.broker"
 ZOOKEEPER_MARKER = "QuorumPeerMain"
 STATE_FILE = "sandbox.json"
+LOG4J_FILE = "kafka-log4j.properties"
+# A real broker loads its logs and registers in seconds here, but a loaded machine, or a
+# session of a killed predecessor still to expire (18 s by default), can take longer. Its
+# controlled shutdown retries 3 times, 5 s apart, by default, each try bounded by
+# controller.socket.timeout.ms (30 s).
+REAL_START_TIMEOUT_S = 120.0
+REAL_STOP_TIMEOUT_S = 180.0
 
 
 @dataclass
@@ -57,6 +70,12 @@ class SandboxState:
     kafka_version: str
     brokers: list[BrokerInfo] = field(default_factory=list)
     ssh: bool = False
+    # "emulated", or a real Kafka release (jvm_broker.REAL_KAFKA)
+    kafka: str = jvm_broker.EMULATED
+
+    @property
+    def real_kafka(self) -> jvm_broker.RealKafka | None:
+        return jvm_broker.REAL_KAFKA.get(self.kafka)
 
     @property
     def zk_connect(self) -> str:
@@ -125,30 +144,58 @@ def start_zookeeper(directory: Path, state: SandboxState) -> int:
 
 
 def start_broker(
-    directory: Path, broker_id: int, *, wait: bool = False, timeout: float = 60.0
+    directory: Path, broker_id: int, *, wait: bool = False, timeout: float | None = None
 ) -> int:
     """Start a broker process (no-op if it runs); optionally wait until it is registered."""
     state = load_state(directory)
     state.broker(broker_id)
     pid = broker_pid(directory, broker_id)
+    real = state.real_kafka
+    if timeout is None:
+        timeout = REAL_START_TIMEOUT_S if real else 60.0
     if pid is None:
-        properties = broker_dir(directory, broker_id) / "server.properties"
-        pid = process.spawn_detached(
-            [sys.executable, "-m", BROKER_MARKER, str(properties)],
-            log_path=broker_dir(directory, broker_id) / "logs" / "kafkaServer.out",
-        )
-        (broker_dir(directory, broker_id) / "broker.pid").write_text(f"{pid}\n")
+        root = broker_dir(directory, broker_id)
+        properties = root / "server.properties"
+        if real is None:
+            command = [sys.executable, "-m", BROKER_MARKER, str(properties)]
+        else:
+            # A killed broker's registration lives until its session expires, and a broker
+            # that finds it there refuses to start (NODEEXISTS): wait it out, as an operator
+            # restarting a crashed broker would.
+            wait_unregistered(state, broker_id, timeout=timeout)
+            command = jvm_broker.argv(
+                real,
+                java=java_executable(),
+                properties=properties,
+                logs_dir=root / "logs",
+                log4j=directory / LOG4J_FILE,
+            )
+        pid = process.spawn_detached(command, log_path=root / "logs" / "kafkaServer.out")
+        (root / "broker.pid").write_text(f"{pid}\n")
     if wait:
         wait_registered(state, [broker_id], timeout=timeout, pids={broker_id: pid})
     return pid
 
 
-def stop_broker(directory: Path, broker_id: int, *, timeout: float = 60.0) -> bool:
-    """SIGTERM (controlled shutdown) and wait for the process to exit; True if it was running."""
-    load_state(directory).broker(broker_id)
+def java_executable() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise SandboxError(
+            "no Java runtime on PATH: run `make setup` or `apt-get install default-jre-headless`"
+        )
+    return java
+
+
+def stop_broker(directory: Path, broker_id: int, *, timeout: float | None = None) -> bool:
+    """SIGTERM (controlled shutdown) and wait for the process to exit; True if it was running.
+    A broker still there after `timeout` is killed."""
+    state = load_state(directory)
+    state.broker(broker_id)
     pid = broker_pid(directory, broker_id)
     if pid is None:
         return False
+    if timeout is None:
+        timeout = REAL_STOP_TIMEOUT_S if state.real_kafka else 60.0
     marker = str(broker_dir(directory, broker_id) / "server.properties")
     return process.terminate(pid, marker, timeout=timeout)
 
@@ -167,6 +214,10 @@ def zk_client(state: SandboxState, timeout: float = 10.0) -> KazooClient:
     return client
 
 
+def registered_brokers(zk: KazooClient) -> set[int]:
+    return {int(c) for c in zk.get_children(BROKER_IDS)} if zk.exists(BROKER_IDS) else set()
+
+
 def wait_registered(
     state: SandboxState,
     broker_ids: list[int],
@@ -174,26 +225,58 @@ def wait_registered(
     timeout: float = 60.0,
     pids: dict[int, int] | None = None,
 ) -> None:
+    """Wait until every broker of `broker_ids` is registered and a controller is elected; a
+    broker whose process exits meanwhile is an error naming it, with the end of its log."""
     zk = zk_client(state)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            registered = (
-                {int(c) for c in zk.get_children(BROKER_IDS)} if zk.exists(BROKER_IDS) else set()
-            )
-            if set(broker_ids) <= registered and zk.exists(CONTROLLER):
+            if set(broker_ids) <= registered_brokers(zk) and zk.exists(CONTROLLER):
                 return
             for broker_id, pid in (pids or {}).items():
                 if not process.is_alive(pid):
+                    logs = broker_dir(Path(state.directory), broker_id) / "logs"
                     raise SandboxError(
-                        f"broker {broker_id} exited during startup; see"
-                        f" {broker_dir(Path(state.directory), broker_id) / 'logs'}"
+                        f"broker {broker_id} exited during startup:\n" + jvm_broker.last_lines(logs)
                     )
             time.sleep(0.1)
     finally:
         zk.stop()
         zk.close()
-    raise SandboxError(f"brokers {broker_ids} did not register within {timeout:.0f}s")
+    missing = sorted(set(broker_ids) - registered_brokers_now(state))
+    details = "\n".join(
+        jvm_broker.last_lines(broker_dir(Path(state.directory), b) / "logs") for b in missing
+    )
+    raise SandboxError(
+        f"brokers {missing or broker_ids} did not register within {timeout:.0f}s"
+        + (f":\n{details}" if details else "")
+    )
+
+
+def registered_brokers_now(state: SandboxState) -> set[int]:
+    zk = zk_client(state)
+    try:
+        return registered_brokers(zk)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def wait_unregistered(state: SandboxState, broker_id: int, *, timeout: float) -> None:
+    """Wait until /brokers/ids/<id> is gone (the session of a killed broker expired)."""
+    zk = zk_client(state)
+    try:
+        deadline = time.monotonic() + timeout
+        while broker_id in registered_brokers(zk):
+            if time.monotonic() >= deadline:
+                raise SandboxError(
+                    f"broker {broker_id} is still registered in ZooKeeper {timeout:.0f}s after"
+                    " its process ended (a session that does not expire?)"
+                )
+            time.sleep(0.2)
+    finally:
+        zk.stop()
+        zk.close()
 
 
 # -- up / down / status ------------------------------------------------------------------------
@@ -204,12 +287,23 @@ def up(
     *,
     brokers: int = 3,
     kafka_version: str = "2.8",
+    kafka: str = jvm_broker.EMULATED,
     log_dirs_per_broker: int = 2,
     ssh: bool = False,
     properties: dict[str, str] | None = None,
 ) -> SandboxState:
-    """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up."""
+    """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up.
+
+    `kafka` picks the brokers: the emulator of Kafka `kafka_version`, or a real Kafka release
+    (`real-2.8.2`, `real-3.4.1`). `properties` are broker settings written into every
+    broker's server.properties (Kafka's keys; the emulator reads the ones it models)."""
     directory = directory.resolve()
+    if kafka not in jvm_broker.KAFKA_KINDS:
+        raise SandboxError(f"--kafka must be one of {', '.join(jvm_broker.KAFKA_KINDS)}")
+    real = jvm_broker.REAL_KAFKA.get(kafka)
+    if real is not None:
+        kafka_jars.classpath(real.classpath_name)  # fetched, or say how to fetch it
+        kafka_version = real.line
     if kafka_version not in KAFKA_VERSIONS:
         raise SandboxError(f"--kafka-version must be one of {', '.join(KAFKA_VERSIONS)}")
     if (directory / STATE_FILE).exists():
@@ -224,13 +318,30 @@ def up(
             zookeeper_port=zkserver.free_port("127.0.0.1"),
             kafka_version=kafka_version,
             ssh=ssh,
+            kafka=kafka,
         )
+        if real is not None:
+            jvm_broker.write_log4j(directory / LOG4J_FILE)
         for broker_id in range(1, brokers + 1):
             host = broker_host(broker_id)
             root = broker_dir(directory, broker_id)
             log_dirs = [str(root / f"data-{n}") for n in range(log_dirs_per_broker)]
             state.brokers.append(BrokerInfo(broker_id, host, zkserver.free_port(host), log_dirs))
             root.mkdir(parents=True, exist_ok=True)
+            if real is not None:
+                jvm_broker.write_server_properties(
+                    root / "server.properties",
+                    jvm_broker.server_properties(
+                        broker_id=broker_id,
+                        host=host,
+                        port=state.brokers[-1].port,
+                        log_dirs=[Path(d) for d in log_dirs],
+                        zookeeper_connect=state.zk_connect,
+                        brokers=brokers,
+                        overrides=properties,
+                    ),
+                )
+                continue
             settings = BrokerSettings(
                 broker_id=broker_id,
                 host=host,
@@ -244,7 +355,12 @@ def up(
         save_state(state)
     start_zookeeper(directory, state)
     pids = {b.broker_id: start_broker(directory, b.broker_id) for b in state.brokers}
-    wait_registered(state, list(pids), pids=pids)
+    wait_registered(
+        state,
+        list(pids),
+        pids=pids,
+        timeout=REAL_START_TIMEOUT_S if state.real_kafka else 60.0,
+    )
     if ssh or state.ssh:
         state.ssh = True
         sshd.up(directory, state)
@@ -254,15 +370,27 @@ def up(
 
 
 def down(directory: Path) -> list[str]:
-    """Stop everything the sandbox started, by pid; return what was stopped."""
+    """Stop everything the sandbox started, by pid; return what was stopped. The brokers get
+    SIGTERM together (a controlled shutdown where one can still happen) and SIGKILL after
+    20 s: nothing of a sandbox being taken down needs to survive."""
     directory = directory.resolve()
     state = load_state(directory)
     stopped: list[str] = []
     if state.ssh:
         stopped += sshd.down(directory, state)
-    for broker in state.brokers:
-        if stop_broker(directory, broker.broker_id, timeout=20):
-            stopped.append(f"broker {broker.broker_id}")
+    running = {
+        broker.broker_id: pid
+        for broker in state.brokers
+        if (pid := broker_pid(directory, broker.broker_id)) is not None
+    }
+    process.terminate_all(
+        {
+            pid: str(broker_dir(directory, broker_id) / "server.properties")
+            for broker_id, pid in running.items()
+        },
+        timeout=20,
+    )
+    stopped += [f"broker {broker_id}" for broker_id in sorted(running)]
     pid = zookeeper_pid(directory)
     if pid is not None and process.terminate(pid, ZOOKEEPER_MARKER, timeout=10):
         stopped.append("zookeeper")
@@ -276,6 +404,7 @@ def status(directory: Path) -> dict[str, Any]:
         "directory": str(directory),
         "zookeeper": {"connect": state.zk_connect, "running": zookeeper_pid(directory) is not None},
         "kafka_version": state.kafka_version,
+        "kafka": state.kafka,
         "controller": None,
         "brokers": [],
     }
@@ -328,6 +457,13 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
                 broker_dir(directory, broker.broker_id) / "logs" / "state-change.log"
             ),
         }
+        if state.real_kafka is not None:
+            # A real broker's file holds Kafka's own keys only: the tool reads its log dirs
+            # and controlled-shutdown settings from it, as on a production broker.
+            del entry["log_dirs"]
+            entry["server_properties"] = str(
+                broker_dir(directory, broker.broker_id) / "server.properties"
+            )
         if state.ssh and broker.ssh_port:
             entry["ssh_port"] = broker.ssh_port
         brokers.append(entry)

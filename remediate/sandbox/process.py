@@ -7,6 +7,7 @@ after its command line has been checked, so a recycled pid is never killed by mi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -104,6 +105,20 @@ def terminate(pid: int, marker: str, *, timeout: float = 30.0) -> bool:
         return True
     kill(pid, marker)
     return True
+
+
+def terminate_all(markers: Mapping[int, str], *, timeout: float) -> None:
+    """SIGTERM every pid of `markers` (pid -> marker) that is ours, wait up to `timeout` for all
+    of them together, then SIGKILL the ones still alive."""
+    ours = [pid for pid, marker in markers.items() if owns(pid, marker)]
+    for pid in ours:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for pid in ours:
+        wait_gone(pid, max(0.0, deadline - time.monotonic()))
+    for pid in ours:
+        kill(pid, markers[pid])
 
 
 def kill(pid: int, marker: str) -> bool:

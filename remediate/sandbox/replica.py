@@ -591,6 +591,8 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None or not partition.is_leader or partition.log is None:
             return {**base, "error": wire.NOT_LEADER_OR_FOLLOWER}
+        if self._inconsistent_fetch_topic_id(replica_id, fetch, partition.log):
+            return {**base, "error": wire.INCONSISTENT_TOPIC_ID}
         current_epoch = fetch.get("current_leader_epoch", -1)
         if current_epoch >= 0 and current_epoch < partition.leader_epoch:
             return {**base, "error": wire.FENCED_LEADER_EPOCH}
@@ -620,6 +622,21 @@ class ReplicaManager:
             "log_end_offset": leo,
             "records": [[r.offset, r.leader_epoch, r.key, r.value] for r in records],
         }
+
+    def _inconsistent_fetch_topic_id(
+        self, replica_id: int, fetch: dict[str, Any], log: PartitionLog
+    ) -> bool:
+        """A consumer's fetch by topic id (Fetch v13+, which 3.x brokers take and 2.8 brokers
+        do not have) names another id than the leader's log holds: Kafka 3.4.1's
+        ReplicaManager.readFromLocalLog refuses it with INCONSISTENT_TOPIC_ID ("Topic ID in
+        the fetch session did not match the topic ID in the log"). Followers fetch with
+        their own partition's id, which the emulated fetcher leaves out."""
+        if self.kafka_version == "2.8" or replica_id >= 0:
+            return False
+        text = fetch.get("topic_id")
+        if not isinstance(text, str) or not text or log.topic_id is None:
+            return False
+        return str(log.topic_id) != text
 
     def handle_offsets_for_leader_epoch(self, request: dict[str, Any]) -> dict[str, Any]:
         results = []

@@ -5,7 +5,8 @@
 4. add partitions the pre-2.8 way: the znode is rewritten as version 1 and X is dropped;
 5. produce and consume on every partition;
 6. controller failover: the new controller finds no id and mints Y;
-7. produce and consume still work (running brokers keep their roles);
+7. produce still works (running brokers keep their roles), and so does consuming on 2.8;
+   on 3.x consumers fetch by topic id and every leader refuses them;
 8. restart one broker: the mismatch is logged and the broker stays out of the ISR of every
    old partition.
 
@@ -28,16 +29,17 @@ from kazoo.client import KazooClient
 
 from remediate.errors import FormatError, SandboxError
 from remediate.formats.logdir import (
+    LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA,
+    parse_leader_epoch_checkpoint,
     parse_partition_metadata,
     partition_dir_name,
 )
-from remediate.formats.znodes import decode_partition_state, partition_state_path
-from remediate.sandbox import admin, client
+from remediate.formats.znodes import PartitionState, decode_partition_state, partition_state_path
+from remediate.sandbox import admin, client, clients, legacy_admin
 from remediate.sandbox.cluster import (
     SandboxState,
     broker_dir,
-    broker_settings,
     load_state,
     start_broker,
     stop_broker,
@@ -109,7 +111,9 @@ def replica_file_ids(state: SandboxState, topic: str) -> dict[tuple[int, int], s
     return ids
 
 
-def partition_states(zk: KazooClient, topic: str, partitions: list[int]) -> dict[int, Any]:
+def partition_states(
+    zk: KazooClient, topic: str, partitions: list[int]
+) -> dict[int, PartitionState]:
     states = {}
     for p in partitions:
         data, stat = zk.get(partition_state_path(topic, p))
@@ -137,16 +141,36 @@ def mismatch_lines(directory: Path, broker_id: int) -> list[str]:
     ]
 
 
-def _lag_seconds(directory: Path, broker_id: int) -> float:
-    return broker_settings(directory, broker_id).get_int("replica.lag.time.max.ms") / 1000.0
+def latest_leader_epoch(state: SandboxState, broker_id: int, topic: str, partition: int) -> int:
+    """The last epoch in the replica's leader-epoch-checkpoint (-1 when it has none): the
+    newest leader epoch that replica accepted and wrote down."""
+    for log_dir in state.broker(broker_id).log_dirs:
+        path = Path(log_dir) / partition_dir_name(topic, partition) / LEADER_EPOCH_CHECKPOINT
+        try:
+            entries = parse_leader_epoch_checkpoint(path.read_bytes(), source=str(path))
+        except (OSError, FormatError):
+            continue
+        return entries[-1].epoch if entries else -1
+    return -1
+
+
+def leader_fenced(
+    state: SandboxState, topic: str, partition: int, zk_state: PartitionState
+) -> bool:
+    """ZooKeeper's leader of the partition never took ZooKeeper's leader epoch: it refused
+    the LeaderAndIsr that carried it, so no ISR change of its own can commit (Kafka fences an
+    AlterIsr from an older epoch) and no replica out of the ISR can come back."""
+    if zk_state.leader < 0:
+        return False
+    return latest_leader_epoch(state, zk_state.leader, topic, partition) < zk_state.leader_epoch
 
 
 def _produce_and_consume(
-    zk: KazooClient, topic: str, count: int, prefix: str, acked: list[client.Acked]
+    kafka: clients.SandboxClient, topic: str, count: int, prefix: str, acked: list[client.Acked]
 ) -> dict[str, Any]:
-    report = client.produce(zk, topic, count=count, key_prefix=prefix, retries=10)
+    report = kafka.produce(topic, count=count, key_prefix=prefix, retries=10)
     acked += report.acked
-    records, errors = client.consume(zk, topic)
+    records, errors = kafka.consume(topic)
     consumed = {r.key for r in records}
     lost = [a.key for a in report.acked if a.key not in consumed]
     if errors or lost or len(report.acked) != count:
@@ -179,6 +203,7 @@ class Incident:
             topic, list(range(partitions)), list(range(partitions, partitions + added))
         )
         self.zk = zk_client(self.state)
+        self.kafka = clients.for_sandbox(self.state, self.zk)
         self.acked: list[client.Acked] = []
 
     @property
@@ -212,13 +237,13 @@ class Incident:
     def create_topic(self) -> Step:
         """(1) A topic created through ZooKeeper without id; the controller assigns X."""
         zk, topic = self.zk, self.topic
-        admin.create_topic(
+        legacy_admin.create_topic(
+            self.state,
             zk,
             topic,
             len(self.result.old_partitions),
             self.replication,
             config={"min.insync.replicas": str(min(2, self.replication))},
-            legacy=True,
         )
         wait_for(
             lambda: admin.read_topic(zk, topic)[0].topic_id is not None,
@@ -252,9 +277,7 @@ class Incident:
 
     def produce(self) -> Step:
         """(2) acks=all produce works."""
-        report = client.produce(
-            self.zk, self.topic, count=self.records, key_prefix="step2", retries=10
-        )
+        report = self.kafka.produce(self.topic, count=self.records, key_prefix="step2", retries=10)
         self.acked += report.acked
         if len(report.acked) != self.records:
             raise SandboxError(f"step 2: {len(report.acked)} of {self.records} records acked")
@@ -262,7 +285,7 @@ class Incident:
 
     def consume(self) -> Step:
         """(3) Everything produced is consumed."""
-        consumed, errors = client.consume(self.zk, self.topic)
+        consumed, errors = self.kafka.consume(self.topic)
         if errors or len(consumed) < self.records:
             raise SandboxError(f"step 3: consumed {len(consumed)} records, errors {errors}")
         return self._done(Step("3", "consume", {"consumed": len(consumed)}))
@@ -270,7 +293,7 @@ class Incident:
     def add_partitions_legacy(self) -> Step:
         """(4) Kafka 1.0's add-partitions: a version-1 znode without topic_id."""
         total = len(self.result.old_partitions) + len(self.result.new_partitions)
-        admin.add_partitions(self.zk, self.topic, total, legacy=True)
+        legacy_admin.add_partitions(self.state, self.zk, self.topic, total)
         assignment, _ = admin.read_topic(self.zk, self.topic)
         wait_for(
             lambda: all(
@@ -289,7 +312,7 @@ class Incident:
 
     def produce_and_consume_all(self) -> Step:
         """(5) Produce and consume on every partition, old and new."""
-        facts = _produce_and_consume(self.zk, self.topic, self.records, "step5", self.acked)
+        facts = _produce_and_consume(self.kafka, self.topic, self.records, "step5", self.acked)
         return self._done(Step("5", "produce and consume on every partition", facts))
 
     def failover(self) -> Step:
@@ -309,12 +332,42 @@ class Incident:
         return self._done(Step("6", "controller failover", facts))
 
     def still_works(self) -> Step:
-        """(7) Running brokers keep their roles: produce and consume still work."""
-        facts = _produce_and_consume(self.zk, self.topic, self.records, "step7", self.acked)
-        return self._done(Step("7", "produce and consume still work", facts))
+        """(7) Running brokers keep their roles: acks=all produce still works everywhere.
+
+        On 2.8 consuming does too (Fetch carries no topic id before 3.0). On 3.x a consumer
+        fetches by topic id (Fetch v13: Kafka's clients since 3.1, librdkafka 2): the id it
+        gets from the metadata is Y, the leaders still hold X, and every fetch is refused
+        with INCONSISTENT_TOPIC_ID: consumers stop at the failover itself."""
+        if self.state.kafka_version == "2.8":
+            facts = _produce_and_consume(self.kafka, self.topic, self.records, "step7", self.acked)
+            return self._done(Step("7", "produce and consume still work", facts))
+        report = self.kafka.produce(self.topic, count=self.records, key_prefix="step7", retries=10)
+        self.acked += report.acked
+        if len(report.acked) != self.records:
+            raise SandboxError(
+                f"step 7: {len(report.acked)} of {self.records} records acked,"
+                f" errors {report.to_json()['errors']}"
+            )
+        partitions = self.result.old_partitions + self.result.new_partitions
+        _, errors = self.kafka.consume(self.topic, timeout=15)
+        refused = sorted(p for p, e in errors.items() if e == "INCONSISTENT_TOPIC_ID")
+        if refused != partitions:
+            raise SandboxError(
+                f"step 7: consuming by topic id should be refused on every partition, got {errors}"
+            )
+        facts = {
+            "acked": len(report.acked),
+            "consume_refused": {f"{self.topic}-{p}": errors[p] for p in refused},
+        }
+        return self._done(Step("7", "produce still works; consumers are refused", facts))
 
     def restart_one_broker(self) -> Step:
-        """(8) Restart a broker that leads an old partition and is not the controller."""
+        """(8) Restart a broker that leads an old partition and is not the controller.
+
+        Its controlled shutdown moves leadership and shrinks ISRs with new leader epochs,
+        which every replica holding X refuses. Once it is out of every old ISR and the leader
+        ZooKeeper names for each old partition is fenced (it never took ZooKeeper's epoch),
+        nothing can bring it back: that leader's ISR changes are all refused."""
         zk, topic, old = self.zk, self.topic, self.result.old_partitions
         controller = admin.current_controller(zk)
         states = partition_states(zk, topic, old)
@@ -329,13 +382,17 @@ class Incident:
         self.result.restarted_broker = broker_id
         stop_broker(self.directory, broker_id)
         start_broker(self.directory, broker_id, wait=True)
+        hosted = [p for p, s in states.items() if broker_id in self._replicas(p)]
 
         def out_of_isr_everywhere() -> bool:
             return all(broker_id not in s.isr for s in partition_states(zk, topic, old).values())
 
+        def leaders_fenced() -> bool:
+            now = partition_states(zk, topic, hosted)
+            return all(leader_fenced(self.state, topic, p, s) for p, s in now.items())
+
         wait_for(out_of_isr_everywhere, f"broker {broker_id} to be out of every old ISR")
-        # It must stay out: give a healthy follower more than replica.lag.time.max.ms to rejoin.
-        time.sleep(_lag_seconds(self.directory, broker_id) * 1.5)
+        wait_for(leaders_fenced, f"the leaders of the old partitions broker {broker_id} hosts")
         if not out_of_isr_everywhere():
             raise SandboxError(f"broker {broker_id} rejoined the ISR of an old partition")
         lines = mismatch_lines(self.directory, broker_id)
@@ -346,8 +403,13 @@ class Incident:
             "mismatch_log_lines": len(lines),
             "example": lines[0],
             "out_of_isr": [f"{topic}-{p}" for p in old],
+            "fenced_leaders": sorted({s.leader for s in partition_states(zk, topic, old).values()}),
         }
         return self._done(Step("8", "restart one broker", facts))
+
+    def _replicas(self, partition: int) -> tuple[int, ...]:
+        assignment, _ = admin.read_topic(self.zk, self.topic)
+        return tuple(assignment.partitions.get(partition, ()))
 
 
 def reproduce(

@@ -23,7 +23,7 @@ from kazoo.client import KazooClient
 from remediate.execute.journal import Journal
 from remediate.execute.steps import StepKey
 from remediate.formats.logdir import PARTITION_METADATA
-from remediate.sandbox import admin, client, cluster
+from remediate.sandbox import admin, client, clients, cluster
 from remediate.sandbox.reproduce import (
     Incident,
     Reproduction,
@@ -73,6 +73,11 @@ class Reproduced:
     def backup_dir(self) -> Path:
         return Path(self.settings["backup_dir"])
 
+    @property
+    def kafka(self) -> clients.SandboxClient:
+        """A producer and consumer for this sandbox's brokers, emulated or real."""
+        return clients.for_sandbox(self.state, self.zk)
+
     def close(self) -> None:
         self.zk.stop()
         self.zk.close()
@@ -90,11 +95,16 @@ def metadata_files(state: cluster.SandboxState, topic: str) -> dict[Path, bytes]
 
 
 def reproduce_and_plan(
-    directory: Path, *, brokers: int = 3, session_timeout_s: float | None = None
+    directory: Path,
+    *,
+    brokers: int = 3,
+    kafka: str = "emulated",
+    session_timeout_s: float | None = None,
 ) -> Reproduced:
-    """`sandbox up` (2.8), a healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
+    """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
+    healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
     `plan -o plan.json --format markdown` (one scan gives both)."""
-    state = cluster.up(directory, brokers=brokers, kafka_version="2.8")
+    state = cluster.up(directory, brokers=brokers, kafka_version="2.8", kafka=kafka)
     if session_timeout_s is not None:
         # A killed operator's lock is free again once its session expires.
         config = directory / "cluster.yaml"
@@ -293,7 +303,7 @@ class RetryingProducer:
         self._zk.close()
 
     def _run(self, partition: int) -> None:
-        producer = client.Producer(self._zk, timeout_ms=self.timeout_ms)
+        producer = clients.for_sandbox(self.state, self._zk).producer(timeout_ms=self.timeout_ms)
         number = 0
         try:
             while not self._stop.is_set():
@@ -320,9 +330,9 @@ class RetryingProducer:
         return summary
 
 
-def lost(zk: KazooClient, topic: str, acked: Iterable[client.Acked]) -> list[client.Acked]:
+def lost(lab: Reproduced, topic: str, acked: Iterable[client.Acked]) -> list[client.Acked]:
     """Acknowledged records a full read of the topic does not return."""
-    records, errors = client.consume(zk, topic, timeout=30)
+    records, errors = lab.kafka.consume(topic, timeout=30)
     assert not errors, f"consume errors: {errors}"
     consumed = {(r.partition, r.offset, r.key) for r in records}
     return [a for a in acked if (a.partition, a.offset, a.key) not in consumed]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -91,7 +91,7 @@ def test_a_snapshot_written_in_two_parts_is_the_one_written_at_once(tmp_path: Pa
     the same files, and no meta.json (not a snapshot yet) in between."""
     state = cluster(brokers=[1, 2, 3], topics={"orders": {0: [1, 2, 3], 1: [2, 3, 1]}})
     report = BrokerReport(1, "kafka1", configured=True, reachable=True, error=None, replicas=(ROW,))
-    now = datetime(2026, 11, 25, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 25, tzinfo=UTC)
     whole = write_snapshot(tmp_path / "whole", cluster="c", state=state, brokers=[report], now=now)
     parts = tmp_path / "parts"
     parts.mkdir()

@@ -155,7 +155,7 @@ def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
 
 def make_ca(directory: Path, name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(_name(name))
@@ -177,7 +177,7 @@ def issue(
     """A certificate for 127.0.0.1 signed by `ca`: (cert.pem, key.pem)."""
     ca_key, ca_cert = ca
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(_name(name))

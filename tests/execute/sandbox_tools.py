@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from remediate.formats.znodes import decode_partition_state
-from remediate.sandbox import client, cluster
+from remediate.sandbox import clients, cluster
 from tests.sandbox.helpers import Background
 
 
@@ -70,7 +70,7 @@ class BackgroundConsumer(Background):
         zk = cluster.zk_client(self.state)
         try:
             while not self._stop.is_set():
-                records, errors = client.consume(zk, self.topic, timeout=5)
+                records, errors = clients.for_sandbox(self.state, zk).consume(self.topic, timeout=5)
                 self.reads += 1
                 self.most_records = max(self.most_records, len(records))
                 self.errors += [str(e) for e in errors]

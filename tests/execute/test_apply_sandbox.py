@@ -77,13 +77,22 @@ def fix_or_plan_and_apply(config: Path, how: str, tmp_path: Path) -> dict[str, A
 
 
 @pytest.mark.parametrize(
-    ("ssh", "how"),
-    [(False, "fix"), (True, "fix"), (False, "plan-apply")],
-    ids=["local-fix", "ssh-fix", "local-plan-apply"],
+    ("kafka", "ssh", "how"),
+    [
+        ("emulated", False, "fix"),
+        ("emulated", True, "fix"),
+        ("emulated", False, "plan-apply"),
+        ("real-3.4.1", False, "fix"),
+    ],
+    ids=["local-fix", "ssh-fix", "local-plan-apply", "real-kafka-3.4.1-fix"],
 )
-def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how: str) -> None:
+def test_the_incident_is_healed_without_a_restart(
+    tmp_path: Path, kafka: str, ssh: bool, how: str
+) -> None:
+    """On the 3.4 emulator and on real Apache Kafka 3.4.1 (Kafka's defaults, the real 1.0
+    client's legacy write, confluent-kafka's producer and consumer)."""
     directory = tmp_path / "sandbox"
-    cluster.up(directory, kafka_version="3.4", ssh=ssh)
+    cluster.up(directory, kafka_version="3.4", kafka=kafka, ssh=ssh)
     try:
         incident = Incident(directory, topic=ORDERS)
         bystander = healthy_bystander(incident)
@@ -114,14 +123,15 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, ssh: bool, how
         # every file of its replicas as it was, its leaders and leader epochs unchanged.
         planned = [p for s in run["plan"]["steps"] for p in s.get("partitions", [])]
         assert not [p for p in planned if p.startswith(f"{bystander}-")]
-        assert bystander_view(incident) == untouched
+        assert_untouched(incident, untouched)
         assert sampler.samples > 10
         assert sampler.offline == set()
         # Before the fix, the restarted broker had left the old partitions' ISRs (down to min
         # ISR 2); the repair never took any partition below that.
         assert sampler.below_min_isr == set()
         assert producer.acked and consumer.reads > 0
-        assert lost_records(incident.zk, ORDERS, incident.acked + producer.acked) == []
+        acked = incident.acked + producer.acked
+        assert lost_records(incident.state, incident.zk, ORDERS, acked) == []
         assert run_cli("check", "-c", str(config)).returncode == 0
         status = run_cli("status", "-c", str(config), "--json")
         assert status.returncode == 0, status.stderr
@@ -151,6 +161,36 @@ def bystander_view(incident: Incident) -> tuple[dict[str, str], dict[int, tuple[
     }
     states = partition_states(incident.zk, BYSTANDER, [0, 1, 2])
     return files, {n: (s.leader, s.leader_epoch) for n, s in states.items()}
+
+
+def assert_untouched(
+    incident: Incident, before: tuple[dict[str, str], dict[int, tuple[int, int]]]
+) -> None:
+    """The bystander as it was: every file and every leader and epoch. With one exception on
+    real Kafka, whose auto leader rebalancing is on by default: every controller election
+    (the restore's too) has the new controller move the leadership of partitions led by
+    another than their preferred replica back to it, 5 s later (KafkaController's
+    onControllerFailover schedules the check). Such a partition gets its preferred leader at
+    the next epoch, and its replicas' leader-epoch-checkpoint says so; nothing else changes."""
+    files_before, leaders_before = before
+    files_after, leaders_after = bystander_view(incident)
+    assignment = admin.read_topic(incident.zk, BYSTANDER)[0].partitions
+    rebalanced = {
+        n
+        for n, (leader, epoch) in leaders_after.items()
+        if incident.state.real_kafka is not None
+        and leaders_before[n][0] != assignment[n][0]
+        and (leader, epoch) == (assignment[n][0], leaders_before[n][1] + 1)
+    }
+    assert {n: v for n, v in leaders_after.items() if n not in rebalanced} == {
+        n: v for n, v in leaders_before.items() if n not in rebalanced
+    }
+
+    def settled(files: dict[str, str]) -> dict[str, str]:
+        moved = tuple(f"/{BYSTANDER}-{n}/leader-epoch-checkpoint" for n in rebalanced)
+        return {path: digest for path, digest in files.items() if not path.endswith(moved)}
+
+    assert settled(files_after) == settled(files_before)
 
 
 def assert_restore_journaled(directory: Path, run_id: str, topic_id: str) -> None:
@@ -283,7 +323,7 @@ def test_plan_then_apply_repairs_a_planted_mismatch_by_restart(
     assert_healed(state, zk, PAYMENTS, 3)
     assert sampler.offline == set() and sampler.below_min_isr == set()
     assert producer.acked and consumer.reads > 0
-    assert lost_records(zk, PAYMENTS, producer.acked) == []
+    assert lost_records(state, zk, PAYMENTS, producer.acked) == []
     assert run_cli("check", "-c", str(config)).returncode == 0
 
     # The journal has a record before and after every action, and the run is complete.

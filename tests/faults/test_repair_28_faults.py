@@ -104,4 +104,4 @@ def test_sigkill_at_every_step_boundary_of_the_28_repair(reproduced: Reproduced)
 
     assert unconverged(lab) == []
     assert run_cli("check", "-c", str(lab.config)).returncode == 0
-    assert lost(lab.zk, TOPIC, lab.acked) == []
+    assert lost(lab, TOPIC, lab.acked) == []

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -285,7 +285,7 @@ def test_meta_properties_invalid(data: bytes, field: str) -> None:
 
 
 def test_meta_properties_encoder() -> None:
-    now = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    now = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
     meta = MetaProperties(broker_id=1, cluster_id="Mk3OEYBSD34fcwNTJENDM2")
     data = encode_meta_properties(meta, now=now)
     assert data == ZK_META

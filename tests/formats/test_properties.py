@@ -6,7 +6,7 @@ Expected values were checked against Properties.load(InputStream) / store(Output
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -16,7 +16,7 @@ from remediate.formats.properties import dump_properties, load_properties
 from tests.formats.helpers import FAST, expect_format_error, returns_or_format_error
 
 SOURCE = "/etc/kafka/server.properties"
-NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 @pytest.mark.parametrize(

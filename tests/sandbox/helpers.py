@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 
 from remediate.formats.logdir import LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA
 from remediate.formats.znodes import PartitionState
-from remediate.sandbox import client, cluster
+from remediate.sandbox import client, clients, cluster
 from remediate.sandbox.reproduce import partition_states
 
 
@@ -97,7 +97,7 @@ class BackgroundProducer(Background):
 
     def _run(self) -> None:
         zk = cluster.zk_client(self.state)
-        producer = client.Producer(zk, timeout_ms=2000)
+        producer = clients.for_sandbox(self.state, zk).producer(timeout_ms=2000)
         number = 0
         try:
             while not self._stop.is_set():
@@ -116,9 +116,11 @@ class BackgroundProducer(Background):
             zk.close()
 
 
-def lost_records(zk: KazooClient, topic: str, acked: list[client.Acked]) -> list[client.Acked]:
+def lost_records(
+    state: cluster.SandboxState, zk: KazooClient, topic: str, acked: list[client.Acked]
+) -> list[client.Acked]:
     """Acknowledged records that a full read of the topic does not return."""
-    records, errors = client.consume(zk, topic, timeout=30)
+    records, errors = clients.for_sandbox(state, zk).consume(topic, timeout=30)
     assert not errors, f"consume errors: {errors}"
     consumed = {(r.partition, r.offset, r.key) for r in records}
     return [a for a in acked if (a.partition, a.offset, a.key) not in consumed]

@@ -125,7 +125,7 @@ def test_two_brokers_killed_with_sigkill_come_back(sandbox: cluster.SandboxState
         )
         after = client.produce(zk, "events", count=60, key_prefix="after", retries=20).acked
         assert len(after) == 60
-        assert lost_records(zk, "events", acked + after) == []
+        assert lost_records(sandbox, zk, "events", acked + after) == []
     finally:
         zk.stop()
         zk.close()
@@ -187,8 +187,12 @@ def test_corrupt_partition_metadata_takes_a_3_4_log_dir_offline(sandbox_dir: Pat
         zk.close()
 
 
-def test_kafka_3_4_refuses_at_restart_and_writes_ids_at_log_creation(sandbox_dir: Path) -> None:
-    cluster.up(sandbox_dir, kafka_version="3.4")
+@pytest.mark.parametrize("kafka", ["emulated", "real-3.4.1"])
+def test_kafka_3_4_refuses_at_restart_and_writes_ids_at_log_creation(
+    sandbox_dir: Path, kafka: str
+) -> None:
+    """The 3.4 incident, on the emulator and on real Apache Kafka 3.4.1: the same facts."""
+    cluster.up(sandbox_dir, kafka_version="3.4", kafka=kafka)
     incident = Incident(sandbox_dir)
     try:
         incident.run()

@@ -156,4 +156,5 @@ def test_manual_repair_heals_the_cluster_without_losing_acknowledged_records(
     after = client.produce(incident.zk, TOPIC, count=60, key_prefix="healed")
     assert len(after.acked) == 60
     assert {a.partition for a in after.acked} == set(ALL)
-    assert lost_records(incident.zk, TOPIC, incident.acked + producer.acked + after.acked) == []
+    acked = incident.acked + producer.acked + after.acked
+    assert lost_records(incident.state, incident.zk, TOPIC, acked) == []

@@ -1,0 +1,138 @@
+"""The sandbox's producer and consumer, whichever brokers it runs.
+
+Emulated brokers speak the sandbox's own protocol (client.py); real ones are reached with
+confluent-kafka (kafka_client.py). `for_sandbox` gives the one that fits, behind one shape,
+so reproduce, the CLI and the tests never ask which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, TextIO
+
+from kazoo.client import KazooClient
+
+from remediate.sandbox import client
+from remediate.sandbox.client import ConsumedRecord, ProduceReport
+from remediate.sandbox.cluster import SandboxState
+
+
+class RecordSender(Protocol):
+    def send(
+        self, topic: str, partition: int, records: Sequence[tuple[str, str]]
+    ) -> tuple[int | None, str | None]:
+        """(offset of the first record, None) once acknowledged, else (None, error name)."""
+
+    def close(self) -> None: ...
+
+
+class SandboxClient(Protocol):
+    def produce(
+        self,
+        topic: str,
+        *,
+        count: int,
+        key_prefix: str = "k",
+        acks: int = -1,
+        partitions: Iterable[int] | None = None,
+        retries: int = 0,
+        timeout_ms: int = 5000,
+        acked_log: TextIO | None = None,
+    ) -> ProduceReport: ...
+
+    def consume(
+        self, topic: str, *, timeout: float = 10.0
+    ) -> tuple[list[ConsumedRecord], dict[int, str]]: ...
+
+    def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender: ...
+
+
+class EmulatedClient:
+    """The sandbox protocol's client; leaders are looked up in ZooKeeper."""
+
+    def __init__(self, zk: KazooClient) -> None:
+        self.zk = zk
+
+    def produce(
+        self,
+        topic: str,
+        *,
+        count: int,
+        key_prefix: str = "k",
+        acks: int = -1,
+        partitions: Iterable[int] | None = None,
+        retries: int = 0,
+        timeout_ms: int = 5000,
+        acked_log: TextIO | None = None,
+    ) -> ProduceReport:
+        return client.produce(
+            self.zk,
+            topic,
+            count=count,
+            key_prefix=key_prefix,
+            acks=acks,
+            partitions=partitions,
+            retries=retries,
+            timeout_ms=timeout_ms,
+            acked_log=acked_log,
+        )
+
+    def consume(
+        self, topic: str, *, timeout: float = 10.0
+    ) -> tuple[list[ConsumedRecord], dict[int, str]]:
+        return client.consume(self.zk, topic, timeout=timeout)
+
+    def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender:
+        return client.Producer(self.zk, acks=acks, timeout_ms=timeout_ms)
+
+
+class RealClient:
+    """confluent-kafka against the sandbox's real brokers."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def produce(
+        self,
+        topic: str,
+        *,
+        count: int,
+        key_prefix: str = "k",
+        acks: int = -1,
+        partitions: Iterable[int] | None = None,
+        retries: int = 0,
+        timeout_ms: int = 5000,
+        acked_log: TextIO | None = None,
+    ) -> ProduceReport:
+        from remediate.sandbox import kafka_client  # noqa: PLC0415 (librdkafka only when used)
+
+        return kafka_client.produce(
+            self.bootstrap,
+            topic,
+            count=count,
+            key_prefix=key_prefix,
+            acks=acks,
+            partitions=partitions,
+            retries=retries,
+            timeout_ms=timeout_ms,
+            acked_log=acked_log,
+        )
+
+    def consume(
+        self, topic: str, *, timeout: float = 10.0
+    ) -> tuple[list[ConsumedRecord], dict[int, str]]:
+        from remediate.sandbox import kafka_client  # noqa: PLC0415
+
+        return kafka_client.consume(self.bootstrap, topic, timeout=timeout)
+
+    def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender:
+        from remediate.sandbox import kafka_client  # noqa: PLC0415
+
+        return kafka_client.RealProducer(self.bootstrap, acks=acks, timeout_ms=timeout_ms)
+
+
+def for_sandbox(state: SandboxState, zk: KazooClient) -> SandboxClient:
+    """The client that speaks to the sandbox's brokers (`zk` is its ZooKeeper)."""
+    if state.real_kafka is None:
+        return EmulatedClient(zk)
+    return RealClient(",".join(f"{b.host}:{b.port}" for b in state.brokers))

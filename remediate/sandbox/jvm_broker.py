@@ -1,0 +1,155 @@
+"""Real Apache Kafka brokers in the sandbox: `kafka.Kafka` run from Maven Central's jars.
+
+A real broker takes the emulated one's place in the same layout (its `server.properties`, its
+log dirs, `logs/server.log` and `logs/state-change.log`, its pid file), so the sandbox's
+service commands and every `remediate` command work on either. Its settings are Kafka's
+production defaults, except the few that cannot work on two cores (`TWO_CORE_SETTINGS`) and
+what the layout fixes (id, listener, log dirs, ZooKeeper).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from remediate.formats.properties import dump_properties
+from remediate.sandbox import kafka_jars
+
+MAIN_CLASS = "kafka.Kafka"
+
+
+@dataclass(frozen=True)
+class RealKafka:
+    """One real Kafka release the sandbox can run."""
+
+    name: str  # as `sandbox up --kafka` takes it
+    version: str
+    classpath_name: str  # its entry in the jar cache
+    line: str  # major.minor, as the emulator's --kafka-version
+
+    @property
+    def label(self) -> str:
+        return f"Apache Kafka {self.version}"
+
+
+REAL_KAFKA: dict[str, RealKafka] = {
+    "real-2.8.2": RealKafka("real-2.8.2", "2.8.2", kafka_jars.BROKER_2_8, "2.8"),
+    "real-3.4.1": RealKafka("real-3.4.1", "3.4.1", kafka_jars.BROKER_3_4, "3.4"),
+}
+EMULATED = "emulated"
+KAFKA_KINDS = (EMULATED, *REAL_KAFKA)
+
+# Kafka's defaults that cannot work here, each with its default and why.
+TWO_CORE_SETTINGS: dict[str, str] = {
+    # 128 MiB by default, allocated on the heap when the cleaner starts (LogCleaner): more than
+    # the heap below. Kafka's own integration tests use 2 MiB.
+    "log.cleaner.dedupe.buffer.size": "2097152",
+    # 50 partitions each by default: 150 replicas to create the first time a consumer group or a
+    # transactional producer appears, on a cluster that hosts a handful.
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+}
+# The JVM's: Kafka's scripts give a broker 1 GiB (kafka-server-start.sh) and G1 with a 20 ms
+# pause goal (kafka-run-class.sh); a 512 MiB heap leaves room for several brokers, Spark and
+# the tests on one machine.
+JVM_FLAGS = (
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
+
+# Kafka's config/log4j.properties, reduced to the two files the tool reads: server.log and
+# state-change.log (where the topic-id errors go: kafka.controller.StateChangeLogger).
+LOG4J_PROPERTIES = """\
+log4j.rootLogger=INFO, server
+log4j.appender.server=org.apache.log4j.FileAppender
+log4j.appender.server.File=${kafka.logs.dir}/server.log
+log4j.appender.server.layout=org.apache.log4j.PatternLayout
+log4j.appender.server.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.stateChange=org.apache.log4j.FileAppender
+log4j.appender.stateChange.File=${kafka.logs.dir}/state-change.log
+log4j.appender.stateChange.layout=org.apache.log4j.PatternLayout
+log4j.appender.stateChange.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.state.change.logger=INFO, stateChange
+log4j.additivity.state.change.logger=false
+log4j.logger.kafka.controller=INFO, server
+log4j.additivity.kafka.controller=false
+"""
+
+
+def server_properties(
+    *,
+    broker_id: int,
+    host: str,
+    port: int,
+    log_dirs: Sequence[Path],
+    zookeeper_connect: str,
+    brokers: int,
+    overrides: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """A real broker's server.properties: the layout's keys, the two-core settings, internal
+    topics replicated as far as the cluster allows, then `overrides` (the caller's own)."""
+    internal_rf = str(min(3, brokers))
+    values = {
+        "broker.id": str(broker_id),
+        "listeners": f"PLAINTEXT://{host}:{port}",
+        "log.dirs": ",".join(str(d) for d in log_dirs),
+        "zookeeper.connect": zookeeper_connect,
+        **TWO_CORE_SETTINGS,
+        # 3 by default, which a cluster of fewer brokers cannot place.
+        "offsets.topic.replication.factor": internal_rf,
+        "transaction.state.log.replication.factor": internal_rf,
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+    }
+    values.update(overrides or {})
+    return values
+
+
+def write_server_properties(path: Path, values: Mapping[str, str]) -> None:
+    header = (
+        b"# Written by `remediate sandbox up` for a real Kafka broker: Kafka's defaults except\n"
+        b"# the keys below (docs/sandbox.md, Real Kafka).\n"
+    )
+    path.write_bytes(header + dump_properties(dict(values)))
+
+
+def write_log4j(path: Path) -> Path:
+    path.write_text(LOG4J_PROPERTIES)
+    return path
+
+
+def argv(
+    kafka: RealKafka, *, java: str, properties: Path, logs_dir: Path, log4j: Path
+) -> list[str]:
+    """The broker's command line; `properties` in it is how the sandbox knows its pid."""
+    return [
+        java,
+        *JVM_FLAGS,
+        f"-Dlog4j.configuration=file:{log4j}",
+        f"-Dkafka.logs.dir={logs_dir}",
+        "-cp",
+        kafka_jars.classpath(kafka.classpath_name),
+        MAIN_CLASS,
+        str(properties),
+    ]
+
+
+def last_lines(logs_dir: Path, count: int = 20) -> str:
+    """The last lines of the broker's server.log, then of its stdout (where the JVM reports
+    what stops it before log4j is up)."""
+    parts = []
+    for name in ("server.log", "kafkaServer.out"):
+        path = logs_dir / name
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        if lines:
+            parts.append(f"--- {path} (last {min(count, len(lines))} lines)")
+            parts.extend(lines[-count:])
+    return "\n".join(parts) if parts else f"(nothing logged in {logs_dir})"
