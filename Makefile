@@ -55,7 +55,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
 
-LINT_PATHS := remediate tests $(wildcard bench)
+LINT_PATHS := remediate tests stubs $(wildcard bench)
 
 lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)

@@ -43,7 +43,7 @@ from typing import Any
 import yaml
 
 from remediate.config import load_cluster_config
-from remediate.execute.journal import Journal
+from remediate.execute.journal import Journal, JournalEvent
 from remediate.sandbox import admin, client, cluster
 
 TOPIC = "bench"
@@ -112,7 +112,7 @@ def stop_times(journal_dir: Path, run_id: str) -> list[tuple[int, float]]:
     """(broker, when the tool started its stop step), in the run's order."""
     stops = []
     for record in Journal.open(journal_dir, run_id).records():
-        if record["event"] != "step-started":
+        if record["event"] != JournalEvent.STEP_STARTED:
             continue
         _n, target, action = str(record["step"]).split(":", 2)
         if action == "stop" and target.startswith("broker-"):

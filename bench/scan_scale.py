@@ -55,8 +55,12 @@ from typing import Any
 import yaml
 from kazoo.client import KazooClient
 
-from remediate.collect.inventory import inventory_command, parse_inventory
-from remediate.collect.rows import inventory_rows, replica_rows
+from remediate.collect.inventory import (
+    inventory_command,
+    inventory_rows,
+    parse_inventory,
+    replica_rows,
+)
 from remediate.collect.run import (
     collect,
     read_log_dirs,

@@ -52,10 +52,6 @@ class HostKeyError(TransportError):
     """The broker host's SSH key is unknown or has changed: never connect anyway."""
 
 
-class CollectError(RemediationError):
-    """Cluster state could not be collected."""
-
-
 class ScanError(RemediationError):
     """A snapshot could not be read or classified."""
 

@@ -25,10 +25,6 @@ from dataclasses import dataclass
 from remediate.state import ClusterState, TopicPartition
 
 
-def partition_name(tp: TopicPartition) -> str:
-    return f"{tp[0]}-{tp[1]}"
-
-
 def restart_blocker(
     state: ClusterState,
     broker: int,
@@ -49,18 +45,18 @@ def restart_blocker(
         if partition is None:
             continue
         replicas = state.replicas(*tp)
-        min_isr = state.min_insync_replicas(tp[0], min_isr_default)
+        min_isr = state.min_insync_replicas(tp.topic, min_isr_default)
         if len(replicas) <= min_isr:
             continue
         isr = set(isr_override[tp]) if isr_override and tp in isr_override else set(partition.isr)
         if len(isr) < min_isr:
             return (
-                f"{partition_name(tp)} is already under min.insync.replicas={min_isr}"
+                f"{tp} is already under min.insync.replicas={min_isr}"
                 f" (isr {sorted(isr)}); restarting broker {broker} would leave it with fewer"
             )
         if len(isr) == min_isr and broker in isr:
             return (
-                f"{partition_name(tp)} has exactly min.insync.replicas={min_isr} in sync"
+                f"{tp} has exactly min.insync.replicas={min_isr} in sync"
                 f" (isr {sorted(isr)}); restarting broker {broker} would take it below"
             )
     return None
@@ -70,7 +66,7 @@ def offline_blocker(state: ClusterState, *, ignore: Collection[TopicPartition] =
     """Why the cluster is not in a state to start a restart: an offline partition."""
     offline = sorted(tp for tp, p in state.partitions.items() if p.leader < 0 and tp not in ignore)
     if offline:
-        names = ", ".join(partition_name(tp) for tp in offline[:5])
+        names = ", ".join(str(tp) for tp in offline[:5])
         more = f" and {len(offline) - 5} more" if len(offline) > 5 else ""
         return f"partition(s) without a leader: {names}{more}"
     return None
@@ -130,13 +126,13 @@ def refusal_blocker(
             successor = next_leader(state, tp, broker)
             if successor is not None and stale.holds_stale_id(tp, successor):
                 return (
-                    f"{partition_name(tp)}: broker {broker} leads it and its next leader,"
+                    f"{tp}: broker {broker} leads it and its next leader,"
                     f" broker {successor}, holds a topic id ZooKeeper no longer has; it would"
                     " refuse the leadership and the partition would have no working leader"
                 )
         elif stale.holds_stale_id(tp, partition.leader):
             return (
-                f"{partition_name(tp)}: its leader, broker {partition.leader}, holds a topic id"
+                f"{tp}: its leader, broker {partition.leader}, holds a topic id"
                 f" ZooKeeper no longer has; it would refuse the ISR change a restart of broker"
                 f" {broker} causes and stop acknowledging acks=all writes"
             )
@@ -180,17 +176,18 @@ def topic_in_sync_blocker(state: ClusterState, topic: str) -> str | None:
         return f"topic {topic} is not in ZooKeeper"
     missing = []
     for number, replicas in sorted(state.topics[topic].assignment.partitions.items()):
-        partition = state.partitions.get((topic, number))
+        tp = TopicPartition(topic, number)
+        partition = state.partitions.get(tp)
         live = {r for r in replicas if r in state.brokers}
         if partition is None or partition.leader < 0 or not live <= set(partition.isr):
-            missing.append((topic, number))
+            missing.append(tp)
     if missing:
         return _partitions_without(missing, "a leader and every registered replica in the ISR")
     return None
 
 
 def _partitions_without(missing: Sequence[TopicPartition], what: str) -> str:
-    shown = ", ".join(partition_name(tp) for tp in missing[:6])
+    shown = ", ".join(str(tp) for tp in missing[:6])
     more = f" and {len(missing) - 6} more" if len(missing) > 6 else ""
     return f"{len(missing)} partition(s) without {what}: {shown}{more}"
 
@@ -258,13 +255,15 @@ class Degraded:
     below_min_isr: frozenset[TopicPartition]
 
     @property
-    def names(self) -> frozenset[str]:
-        return frozenset(partition_name(tp) for tp in self.offline | self.below_min_isr)
+    def partitions(self) -> frozenset[TopicPartition]:
+        """Every partition offline or under its min ISR."""
+        return self.offline | self.below_min_isr
 
     def to_json(self) -> dict[str, list[str]]:
+        """The names of each kind's partitions, in name order (as the journal holds them)."""
         return {
-            "offline_partitions": sorted(partition_name(tp) for tp in self.offline),
-            "below_min_isr_partitions": sorted(partition_name(tp) for tp in self.below_min_isr),
+            "offline_partitions": sorted(str(tp) for tp in self.offline),
+            "below_min_isr_partitions": sorted(str(tp) for tp in self.below_min_isr),
         }
 
     @classmethod
@@ -272,15 +271,9 @@ class Degraded:
         def read(key: str) -> frozenset[TopicPartition]:
             value = document.get(key)
             names = value if isinstance(value, (list, tuple)) else ()
-            return frozenset(parse_partition_name(str(n)) for n in names)
+            return frozenset(TopicPartition.parse(str(n)) for n in names)
 
         return cls(read("offline_partitions"), read("below_min_isr_partitions"))
-
-
-def parse_partition_name(name: str) -> TopicPartition:
-    """ "orders-3" -> ("orders", 3)."""
-    topic, _, number = name.rpartition("-")
-    return topic, int(number)
 
 
 def degraded(state: ClusterState, min_isr_default: int) -> Degraded:
@@ -288,31 +281,27 @@ def degraded(state: ClusterState, min_isr_default: int) -> Degraded:
     effective min.insync.replicas (those with replication factor <= min ISR never count)."""
     offline: set[TopicPartition] = set()
     below: set[TopicPartition] = set()
-    for (topic, number), partition in state.partitions.items():
-        replicas = state.replicas(topic, number)
+    for tp, partition in state.partitions.items():
+        replicas = state.replicas(*tp)
         if partition.leader < 0:
-            offline.add((topic, number))
-        min_isr = state.min_insync_replicas(topic, min_isr_default)
+            offline.add(tp)
+        min_isr = state.min_insync_replicas(tp.topic, min_isr_default)
         if len(replicas) > min_isr and len(partition.isr) < min_isr:
-            below.add((topic, number))
+            below.add(tp)
     return Degraded(frozenset(offline), frozenset(below))
 
 
 def newly_degraded_blocker(
-    before: Degraded, now: Degraded, *, allowed: Collection[str]
+    before: Degraded, now: Degraded, *, allowed: Collection[TopicPartition]
 ) -> str | None:
     """Why the step harmed more than the plan said: a partition offline or under min ISR now
     that was not before the step, and that the plan does not name (`allowed`: the step's
     prediction and the partitions unavailable before the run)."""
-    offline = sorted(
-        partition_name(tp)
-        for tp in now.offline - before.offline
-        if partition_name(tp) not in allowed
-    )
+    offline = sorted(str(tp) for tp in now.offline - before.offline if tp not in allowed)
     below = sorted(
-        partition_name(tp)
+        str(tp)
         for tp in now.below_min_isr - before.below_min_isr - now.offline
-        if partition_name(tp) not in allowed
+        if tp not in allowed
     )
     parts = []
     if offline:
@@ -340,11 +329,12 @@ def converged_blocker(
         if topic not in state.topics:
             return f"topic {topic} is not in ZooKeeper"
         for number, replicas in sorted(state.topics[topic].assignment.partitions.items()):
-            if (topic, number) in excused:
+            tp = TopicPartition(topic, number)
+            if tp in excused:
                 continue
-            partition = state.partitions.get((topic, number))
+            partition = state.partitions.get(tp)
             if partition is None or partition.leader < 0 or not set(replicas) <= set(partition.isr):
-                missing.append((topic, number))
+                missing.append(tp)
     if missing:
         return _partitions_without(missing, "a leader and their full ISR")
     return None
@@ -400,8 +390,8 @@ def health_sample(state: ClusterState, min_isr_default: int) -> dict[str, object
     with the names of the partitions offline and under min ISR."""
     under = sum(
         1
-        for (topic, number), partition in state.partitions.items()
-        if len(partition.isr) < len(state.replicas(topic, number))
+        for tp, partition in state.partitions.items()
+        if len(partition.isr) < len(state.replicas(*tp))
     )
     found = degraded(state, min_isr_default)
     return {

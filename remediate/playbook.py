@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,17 +21,40 @@ from remediate.errors import ConfigError
 from remediate.formats.logdir import INTERNAL_TOPICS, LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA
 from remediate.scan.kinds import FindingKind
 
-Verb = Literal["gate", "stop", "backup", "delete", "start", "wait", "verify", "zk-write"]
+
+class Action(StrEnum):
+    """The vocabulary: every step a playbook may list, as the playbook, the plan and the
+    journal's step keys write it ("verb" or "verb argument")."""
+
+    # The steps of a restart, in the order a playbook may list them.
+    GATE_RESTART_SAFETY = "gate restart-safety"
+    STOP = "stop"
+    BACKUP = "backup"
+    DELETE = "delete"
+    START = "start"
+    WAIT_REGISTERED = "wait registered"
+    WAIT_IN_SYNC = "wait in-sync"
+    VERIFY_TOPIC_IDS = "verify topic-ids"
+    # The steps of a restore (ZooKeeper's topic id written back; no broker restarts).
+    GATE_AGREEMENT = "gate agreement"
+    ZK_WRITE_TOPIC_ID = "zk-write topic-id"
+    ZK_WRITE_CONTROLLER_ELECTION = "zk-write controller-election"
+
+    @property
+    def verb(self) -> str:
+        return self.value.partition(" ")[0]
+
+    @property
+    def argument(self) -> str | None:
+        return self.value.partition(" ")[2] or None
+
+
+VERBS = tuple(dict.fromkeys(action.verb for action in Action))
+Verb = Literal[VERBS]  # type: ignore[valid-type]
 # Each verb and the arguments it takes (None: none).
 ARGUMENTS: dict[str, frozenset[str] | None] = {
-    "gate": frozenset({"restart-safety", "agreement"}),
-    "stop": None,
-    "backup": None,
-    "delete": None,
-    "start": None,
-    "wait": frozenset({"registered", "in-sync"}),
-    "verify": frozenset({"topic-ids"}),
-    "zk-write": frozenset({"topic-id", "controller-election"}),
+    verb: frozenset(a.argument for a in Action if a.verb == verb and a.argument) or None
+    for verb in VERBS
 }
 ALLOWED_FILES = (PARTITION_METADATA, LEADER_EPOCH_CHECKPOINT)
 # The kinds a playbook may act on (`applies_to`), as the strings its YAML names them by.
@@ -54,6 +78,10 @@ class Step(BaseModel):
 
     def __str__(self) -> str:
         return self.verb if self.argument is None else f"{self.verb} {self.argument}"
+
+    @property
+    def action(self) -> Action:
+        return Action(str(self))
 
     @model_validator(mode="after")
     def _known_argument(self) -> Step:

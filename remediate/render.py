@@ -5,13 +5,15 @@ Both are views of the same Plan; the JSON form (`Plan.to_json`) is the contract.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from remediate.plan import Plan, Prediction, RestoreStep
+from remediate.plan.model import by_name, names
+from remediate.state import TopicPartition
 
 
 def _duration(seconds: float) -> str:
@@ -26,18 +28,18 @@ def _model_lines(plan: Plan) -> list[object]:
         impact = Text(
             "\nmade unavailable that are available now (approve to accept):\n", style="bold yellow"
         )
-        for name, phases in sorted(plan.newly_unavailable.items()):
-            impact.append(f"  - {name}: {', '.join(phases)}\n")
+        for tp, phases in by_name(plan.newly_unavailable):
+            impact.append(f"  - {tp}: {', '.join(phases)}\n")
         parts.append(impact)
     if plan.unavailable_now:
-        parts.append(Text(f"\nunavailable now: {', '.join(plan.unavailable_now)}\n"))
+        parts.append(Text(f"\nunavailable now: {', '.join(names(plan.unavailable_now))}\n"))
     if plan.candidates:
         weighed = Text("\ncandidates:\n")
         for c in plan.candidates:
             mark = "chosen" if c.chosen else f"--candidate {c.name}"
             weighed.append(
                 f"  - {c.name} ({mark}): {c.restarts} restart(s), newly unavailable"
-                f" {', '.join(c.newly_unavailable) or 'none'}, {c.unavailable_phases}"
+                f" {', '.join(names(c.newly_unavailable)) or 'none'}, {c.unavailable_phases}"
                 f" unavailable phase(s), converges {'yes' if c.converges else 'no'}\n"
             )
         parts.append(weighed)
@@ -62,7 +64,7 @@ def plan_table(plan: Plan) -> Group:
                 str(number),
                 f"none (restore {step.topic})",
                 step.reason,
-                "\n".join(step.partitions),
+                "\n".join(names(step.partitions)),
                 f"znode /brokers/topics/{step.topic} v{step.znode_version}",
                 "\n".join(step.impact),
             )
@@ -71,7 +73,7 @@ def plan_table(plan: Plan) -> Group:
             str(number),
             f"{step.broker}" + (" (controller)" if step.is_controller else ""),
             step.reason,
-            "\n".join(step.partitions),
+            "\n".join(names(step.partitions)),
             "\n".join(step.files),
             "\n".join(step.impact) or "no in-sync replica lost",
         )
@@ -95,8 +97,8 @@ def plan_table(plan: Plan) -> Group:
     return Group(*parts)  # type: ignore[arg-type]
 
 
-def _names(partitions: Sequence[str]) -> str:
-    return ", ".join(f"`{p}`" for p in partitions)
+def _names(partitions: Iterable[TopicPartition]) -> str:
+    return ", ".join(f"`{tp}`" for tp in partitions)
 
 
 def _impact_markdown(plan: Plan) -> list[str]:
@@ -114,8 +116,7 @@ def _impact_markdown(plan: Plan) -> list[str]:
             "|---|---|",
         ]
         lines += [
-            f"| `{name}` | {', '.join(phases)} |"
-            for name, phases in sorted(plan.newly_unavailable.items())
+            f"| `{tp}` | {', '.join(phases)} |" for tp, phases in by_name(plan.newly_unavailable)
         ]
         lines.append("")
     if plan.unavailable_now:
@@ -152,8 +153,7 @@ def _candidates_markdown(plan: Plan) -> list[str]:
             lines += [f"Not possible for some topics: {c.blocked}", ""]
         if c.windows:
             lines += [
-                f"- `{name}`: unavailable {', '.join(phases)}"
-                for name, phases in sorted(c.windows.items())
+                f"- `{tp}`: unavailable {', '.join(phases)}" for tp, phases in by_name(c.windows)
             ] + [""]
         if not c.chosen:
             lines += [f"To plan this one instead: `--candidate {c.name}`.", ""]

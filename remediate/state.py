@@ -1,4 +1,5 @@
-"""ClusterState: one immutable read of a cluster's ZooKeeper state, holding no client handles.
+"""ClusterState: one immutable read of a cluster's ZooKeeper state, holding no client handles,
+and the names of its parts: `TopicPartition` and `ReplicaRef`.
 
 Built once per read by the ZooKeeper collector; the scan, the planner and the gates decide on
 it without doing I/O.
@@ -8,10 +9,53 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from remediate.formats.znodes import BrokerRegistration, PartitionState, TopicAssignment
 
-TopicPartition = tuple[str, int]
+
+class TopicPartition(NamedTuple):
+    """One partition of one topic, Kafka's `TopicPartition`.
+
+    A tuple, so it sorts as (topic, partition) and equals the plain `(topic, partition)`
+    pairs the collectors key their reads by. Its text, "topic-N", is made by `str()` and read
+    back by `parse` only, at the JSON boundary.
+    """
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @classmethod
+    def parse(cls, text: str) -> TopicPartition:
+        """ "orders-3" -> TopicPartition("orders", 3). A topic name may hold '-' and digits
+        itself: as in Kafka, the partition is the number after the last '-'."""
+        topic, sep, number = text.rpartition("-")
+        if not sep or not topic or not (number.isascii() and number.isdigit()):
+            raise ValueError(f"{text!r} is not a partition name (topic-N)")
+        return cls(topic, int(number))
+
+
+@dataclass(frozen=True, order=True)
+class ReplicaRef:
+    """One replica: a partition on a broker. Its text is "topic-N on broker B"."""
+
+    broker: int
+    partition: TopicPartition
+
+    SEPARATOR = " on broker "
+
+    def __str__(self) -> str:
+        return f"{self.partition}{self.SEPARATOR}{self.broker}"
+
+    @classmethod
+    def parse(cls, text: str) -> ReplicaRef:
+        partition, sep, broker = text.rpartition(cls.SEPARATOR)
+        if not sep or not (broker.isascii() and broker.isdigit()):
+            raise ValueError(f"{text!r} is not a replica (topic-N on broker B)")
+        return cls(int(broker), TopicPartition.parse(partition))
 
 
 @dataclass(frozen=True)
@@ -40,12 +84,18 @@ class ClusterState:
     partitions: Mapping[TopicPartition, PartitionState]
     problems: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # Readers key partitions by plain (topic, partition) pairs; here they are named.
+        if not all(type(tp) is TopicPartition for tp in self.partitions):
+            named = {TopicPartition(*tp): p for tp, p in self.partitions.items()}
+            object.__setattr__(self, "partitions", named)
+
     def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
         return tuple(self.topics[topic].assignment.partitions.get(partition, ()))
 
     def partitions_on(self, broker_id: int) -> list[TopicPartition]:
         return sorted(
-            (name, number)
+            TopicPartition(name, number)
             for name, topic in self.topics.items()
             for number, replicas in topic.assignment.partitions.items()
             if broker_id in replicas

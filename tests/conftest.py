@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from remediate.plan import model
 from remediate.sandbox import cluster
 from tests import fault_table
+
+
+@pytest.fixture(autouse=True, scope="session")
+def every_plan_reads_back_byte_for_byte() -> Iterator[None]:
+    """Every plan any test writes (`Plan.to_json`) is read back (`plan_from_json`) and written
+    again here: the same plan, the same bytes; only a digest the plan was given by hand, not
+    the digest of its content, is made again (a plan's digest is never trusted)."""
+    to_json = model.Plan.to_json
+
+    def checked(plan: model.Plan) -> dict[str, Any]:
+        document = to_json(plan)
+        again = model.plan_from_json(json.loads(json.dumps(document)))
+        assert again == plan, "the plan read back from its JSON is another plan"
+        written = to_json(again)
+        assert again.digest == model.compute_digest(plan.body())
+        assert json.dumps({**written, "digest": document["digest"]}) == json.dumps(document), (
+            "the plan read back from its JSON writes other bytes"
+        )
+        return document
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model.Plan, "to_json", checked)
+        yield
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from remediate.cli.common import (
     status_line,
 )
 from remediate.config import load_cluster_config
-from remediate.execute.journal import Journal, list_runs, replay, run_or_latest
+from remediate.execute.journal import Journal, RunStatus, list_runs, replay, run_or_latest
 from remediate.execute.locked import (
     apply_plan,
     load_approved_plan,
@@ -41,6 +41,7 @@ from remediate.execute.locked import (
 from remediate.execute.runner import RunOutcome
 from remediate.logs import configure_logging
 from remediate.plan import Plan
+from remediate.plan.model import by_name
 from remediate.planning import REPAIR_PLAYBOOK, build_plan, write_plan
 from remediate.render import plan_table
 from remediate.scan.pipeline import collect_and_scan
@@ -78,7 +79,7 @@ def _emit(outcome: RunOutcome, as_json: bool, journal_dir: Path) -> int:
     if as_json:
         document = {**outcome.to_json(), "report": report_path}
         sys.stdout.write(json.dumps(document, indent=2, sort_keys=True) + "\n")
-    elif outcome.status == "completed":
+    elif outcome.status == RunStatus.COMPLETED:
         err.print(f"[green]run {outcome.run_id} completed[/green]")
     else:
         err.print(f"[bold red]run {outcome.run_id} halted:[/bold red] {outcome.error}")
@@ -89,7 +90,7 @@ def _emit(outcome: RunOutcome, as_json: bool, journal_dir: Path) -> int:
     if report_path is not None and not as_json:
         # One unwrapped line, taken literally: it is copied, or read by scripts.
         err.print(f"report: {report_path}", soft_wrap=True, markup=False)
-    return 0 if outcome.status == "completed" else EXIT_HALTED
+    return 0 if outcome.status == RunStatus.COMPLETED else EXIT_HALTED
 
 
 @click.command()
@@ -186,7 +187,7 @@ def fix(
         )
         run_id = outcome.run_id
         result.update(applied=True, run=outcome.to_json())
-        if outcome.status != "completed":
+        if outcome.status != RunStatus.COMPLETED:
             result["report"] = _write_report(journal_dir, run_id)
             return _fix_exit(result, as_json, EXIT_HALTED, f"halted: {outcome.error}")
         message = f"run {outcome.run_id} completed"
@@ -204,7 +205,7 @@ def fix(
 def _unaccepted(plan: Plan) -> str:
     """Why `fix` stops: the partitions the plan makes unavailable that are available now."""
     shown = "; ".join(
-        f"{name} ({', '.join(phases)})" for name, phases in sorted(plan.newly_unavailable.items())
+        f"{tp} ({', '.join(phases)})" for tp, phases in by_name(plan.newly_unavailable)
     )
     return (
         "the plan makes partitions unavailable that are available now: "

@@ -6,7 +6,7 @@ Command modules (apply, plan, scan, report, sandbox) import this and never one a
 
 from __future__ import annotations
 
-import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,11 +21,25 @@ EXIT_UNKNOWN = 3
 EXIT_REFUSED = 4
 EXIT_HALTED = 5
 
-# Wide enough for ids and paths when stdout is not a terminal (COLUMNS wins when set).
-out = Console(soft_wrap=True, width=shutil.get_terminal_size((160, 24)).columns)
-err = Console(stderr=True, highlight=False)
+# Output that goes to a file or a pipe ends up in on-call logs and tickets: there nothing is
+# wrapped or cut (a backup path broken across two lines cannot be copied back). Wide enough
+# for any table; a terminal keeps its own width.
+UNWRAPPED_WIDTH = 10_000
+
+
+def console(*, stderr: bool = False, highlight: bool = True) -> Console:
+    """A console on stdout (or stderr) that wraps at the terminal's width, and not at all when
+    the stream is not a terminal."""
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr, highlight=highlight, soft_wrap=not stderr)
+    return Console(stderr=stderr, highlight=highlight, soft_wrap=True, width=UNWRAPPED_WIDTH)
+
+
+out = console()
+err = console(stderr=True, highlight=False)
 # Status lines keep rich's highlighting (numbers, paths) that `err` leaves out of messages.
-_status = Console(stderr=True)
+_status = console(stderr=True)
 
 config_option = click.option(
     "-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False, path_type=Path)

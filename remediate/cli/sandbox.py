@@ -1,24 +1,23 @@
-"""`remediate sandbox ...`: the emulated ZK-mode Kafka cluster used by the demo and the tests."""
+"""`remediate sandbox ...`: the sandbox cluster (emulated brokers or real Kafka) of the demo and the
+tests."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from remediate.cli.common import console
 from remediate.sandbox import admin, clients, cluster, jvm_broker, kafka_jars, legacy_admin
 from remediate.sandbox.reproduce import Step, reproduce
 
 DEFAULT_DIR = ".sandbox"
-# Wide enough for ids and paths when stdout is not a terminal (COLUMNS wins when set).
-out = Console(soft_wrap=True, width=shutil.get_terminal_size((160, 24)).columns)
-err = Console(stderr=True)
+out = console()
+err = console(stderr=True)
 
 dir_option = click.option(
     "--dir",

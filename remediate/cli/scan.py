@@ -11,6 +11,7 @@ from rich.table import Table
 
 from remediate.cli.common import engine_option, master_option, out, status_line
 from remediate.config import load_cluster_config
+from remediate.scan.kinds import FindingKind, Severity
 from remediate.scan.pipeline import collect_and_scan, scan_snapshots
 from remediate.scan.report import SEVERITY_RANK, ScanReport
 
@@ -27,11 +28,11 @@ json_option = click.option(
 )
 
 SEVERITY_STYLE = {
-    "CRITICAL": "bold red",
-    "UNKNOWN": "magenta",
-    "WARNING": "yellow",
-    "INFO": "cyan",
-    "OK": "green",
+    Severity.CRITICAL: "bold red",
+    Severity.UNKNOWN: "magenta",
+    Severity.WARNING: "yellow",
+    Severity.INFO: "cyan",
+    Severity.OK: "green",
 }
 
 
@@ -40,7 +41,7 @@ def render(report: ScanReport) -> None:
     out.print(f"[{style}]{report.status}[/{style}]  {report.summary_line()}")
     for problem in report.problems:
         out.print(f"[magenta]problem:[/magenta] {problem}", highlight=False)
-    general = [f for f in report.findings if f.broker is None and f.kind != "OK"]
+    general = [f for f in report.findings if f.broker is None and f.kind != FindingKind.OK]
     if general:
         table = Table("severity", "kind", "topic", "partition", "detail", title="cluster-wide")
         for finding in sorted(general, key=lambda f: f.sort_key()):
@@ -57,7 +58,9 @@ def render(report: ScanReport) -> None:
             (
                 f
                 for f in report.findings
-                if f.broker == broker.id and f.cluster == broker.cluster and f.kind != "OK"
+                if f.broker == broker.id
+                and f.cluster == broker.cluster
+                and f.kind != FindingKind.OK
             ),
             key=lambda f: f.sort_key(),
         )
@@ -71,7 +74,7 @@ def render(report: ScanReport) -> None:
         title = f"broker {broker.id}" + (f" ({', '.join(flags)})" if flags else "")
         if len(report.clusters) > 1:
             title = f"{broker.cluster} {title}"
-        ok = broker.counts.get("OK", 0)
+        ok = broker.counts.get(FindingKind.OK, 0)
         if not findings:
             out.print(f"[green]{title}: {ok} replicas OK[/green]")
             continue
@@ -197,13 +200,13 @@ def prepare_spark(force: bool) -> int:
     Once per Java and PySpark install (make setup runs it); half a minute to a minute. A
     scan without one runs the same, only slower to start.
     """
-    from remediate.scan import archive  # noqa: PLC0415
+    from remediate.scan import archive_build  # noqa: PLC0415
     from remediate.scan.session import DRIVER_JAVA_OPTIONS  # noqa: PLC0415
 
     def say(message: str) -> None:
         click.echo(message, err=True)
 
-    built = archive.build(DRIVER_JAVA_OPTIONS, progress=say, force=force)
+    built = archive_build.build(DRIVER_JAVA_OPTIONS, progress=say, force=force)
     click.echo(f"Spark class-data archive: {built}")
     return 0
 

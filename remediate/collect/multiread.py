@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import EXCEPTIONS, NoNodeError, UnimplementedError
+from kazoo.handlers.threading import AsyncResult
 
 MULTI_READ = 22  # ZooDefs.OpCode.multiRead
 GET_DATA = 4  # ZooDefs.OpCode.getData
@@ -98,16 +100,16 @@ def _full_path(chroot: str, path: str) -> str:
     return chroot if path == "/" else chroot + path
 
 
-def send(client: Any, paths: Sequence[str]) -> Any:
+def send(client: KazooClient, paths: Sequence[str]) -> AsyncResult[list[Result]]:
     """Queue one multiRead on kazoo's session; an async result of its `Result` list."""
     chroot = client.chroot or ""
-    result = client.handler.async_result()
+    result: AsyncResult[list[Result]] = client.handler.async_result()
     client._call(MultiRead(tuple(_full_path(chroot, p) for p in paths)), result)
     return result
 
 
 def read_many(
-    client: Any, paths: Sequence[str], *, batch: int = BATCH
+    client: KazooClient, paths: Sequence[str], *, batch: int = BATCH
 ) -> dict[str, tuple[bytes, tuple[int, ...]] | None]:
     """Every znode of `paths`, `batch` per request, all requests in flight at once: data and
     stat, or None for a znode that does not exist. Any other failed read raises kazoo's
@@ -132,7 +134,7 @@ def read_many(
     return resolved
 
 
-def supports_multi_read(client: Any, *, timeout: float) -> bool:
+def supports_multi_read(client: KazooClient, *, timeout: float) -> bool:
     """Whether the server answers a multiRead (ZooKeeper 3.6+). A server that does not
     closes the connection after answering UNIMPLEMENTED; kazoo then reconnects the same
     session, which the caller waits for before relying on it."""

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from remediate.collect.inventory import StateChangeTail, inventory_command
-from remediate.collect.rows import inventory_rows
+from remediate.collect.inventory import StateChangeTail, inventory_command, inventory_rows
 from remediate.collect.snapshot import BrokerReport, write_snapshot, write_state_tables
 from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, read_cluster_state, session
 from remediate.config import BrokerConfig, ClusterConfig

@@ -428,7 +428,9 @@ def _decode_states(
                 problems.append(str(exc))
                 continue
             decoded[data] = known
-        partitions[(name, number)] = replace(known, zk_version=stat.version, mzxid=stat.mzxid)
+        partitions[TopicPartition(name, number)] = replace(
+            known, zk_version=stat.version, mzxid=stat.mzxid
+        )
     return partitions
 
 

@@ -1,7 +1,7 @@
 """The run's closing gate after a repair's last step: every partition of the plan's topics
 has a leader, its full ISR and ZooKeeper's id in every file, within the playbook's in-sync
 timeout; otherwise the run halts. Journaled as one action keyed after the last step, so a
-resumed run does it once."""
+resumed run does it once; journaled as skipped, with why, after a plan that deletes no file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 from remediate.collect.run import inspect_broker
 from remediate.collect.snapshot import ReplicaRow
-from remediate.execute import steps
 from remediate.execute.decisions import (
     ConvergenceScope,
     converged_files_blocker,
@@ -20,7 +19,7 @@ from remediate.execute.decisions import (
 from remediate.execute.probes import Probes
 from remediate.execute.recorder import Recorder
 from remediate.execute.services import Services
-from remediate.execute.steps import StepKey
+from remediate.execute.steps import RunAction, StepKey
 from remediate.gates import converged_blocker
 from remediate.plan import Plan
 from remediate.state import ClusterState
@@ -40,12 +39,18 @@ class Converge:
 
     @property
     def key(self) -> StepKey:
-        return StepKey.for_cluster(len(self.plan.steps), steps.CONVERGE)
+        return StepKey.for_cluster(len(self.plan.steps), RunAction.CONVERGE)
 
     def run(self) -> None:
         scope = convergence_scope(self.plan)
-        if scope is not None:
-            self.recorder.act(self.key, lambda: self.wait(scope))
+        if scope is None:
+            self.recorder.skip(
+                self.key,
+                "the plan deletes no file: nothing converges after its last step that its"
+                " steps' own gates did not wait for",
+            )
+            return
+        self.recorder.act(self.key, lambda: self.wait(scope))
 
     def wait(self, scope: ConvergenceScope) -> dict[str, Any]:
         gates = self.services.gates[self.plan.playbook]
@@ -68,7 +73,7 @@ class Converge:
         return {
             "converged_after_s": held,
             "topics": sorted(scope.topics),
-            "excused": sorted(f"{t}-{n}" for t, n in scope.excused),
+            "excused": sorted(str(tp) for tp in scope.excused),
         }
 
     def files_blocker(self, scope: ConvergenceScope) -> str | None:

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 from remediate.collect.snapshot import ReplicaRow
 from remediate.errors import FormatError
-from remediate.execute import steps
 from remediate.execute.steps import StepKey
 from remediate.formats.logdir import parse_partition_dir
 from remediate.formats.znodes import topic_path
-from remediate.gates import StaleIdHolder, missing_id_blocker, parse_partition_name
+from remediate.gates import StaleIdHolder, missing_id_blocker
 from remediate.plan import Fingerprint, Plan, RestartStep, RestoreStep
-from remediate.state import ClusterState, TopicPartition
+from remediate.playbook import Action
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 NO_FILE = "no partition.metadata yet"
 IndexedStep = tuple[int, RestartStep]
@@ -93,32 +93,21 @@ def unconfigured_hosts_blocker(
     return None
 
 
-def rolled_replicas(names: Iterable[str]) -> frozenset[tuple[int, int]]:
-    """(broker, partition) of a restore step's `rolled_later` ("topic-N on broker B")."""
-    found = set()
-    for name in names:
-        partition, _, broker = name.rpartition(" on broker ")
-        number = partition.rpartition("-")[2]
-        if number.isdigit() and broker.isdigit():
-            found.add((int(broker), int(number)))
-    return frozenset(found)
-
-
 def disagreement_blocker(
     state: ClusterState,
     topic: str,
     expected: str,
     rows: Mapping[int, Sequence[ReplicaRow] | str],
     *,
-    rolled: Collection[tuple[int, int]] = (),
+    rolled: Collection[ReplicaRef] = (),
     rolled_id: str | None = None,
     require_one: bool = True,
 ) -> str | None:
     """Why the replicas of `topic` do not all hold `expected`: every replica present,
     readable and holding it (or without the file yet: it takes ZooKeeper's id at its next
     LeaderAndIsr), and at least one holding it. `rows`: each host's replica rows, or why it
-    could not be inspected. The replicas in `rolled` ((broker, partition): the plan restarts
-    them after the restore) may hold `rolled_id` instead, and nothing else."""
+    could not be inspected. The replicas in `rolled` (the plan restarts them after the
+    restore) may hold `rolled_id` instead, and nothing else."""
     if topic not in state.topics:
         return f"topic {topic} is gone"
     found: dict[tuple[int, int], str | None] = {}
@@ -131,11 +120,16 @@ def disagreement_blocker(
                 found[(broker, row.partition)] = NO_FILE if no_file else row.file_topic_id
     assignment = state.topics[topic].assignment.partitions
     bad = [
-        f"{topic}-{p} on broker {b}: {found.get((b, p)) or 'no directory or unreadable'}"
+        f"{ReplicaRef(b, TopicPartition(topic, p))}:"
+        f" {found.get((b, p)) or 'no directory or unreadable'}"
         for p, replicas in sorted(assignment.items())
         for b in replicas
         if found.get((b, p)) not in (expected, NO_FILE)
-        and not ((b, p) in rolled and rolled_id is not None and found.get((b, p)) == rolled_id)
+        and not (
+            ReplicaRef(b, TopicPartition(topic, p)) in rolled
+            and rolled_id is not None
+            and found.get((b, p)) == rolled_id
+        )
     ]
     if bad:
         return f"replicas do not all hold {expected}: " + ", ".join(bad[:6])
@@ -157,9 +151,15 @@ def claimed_blocker(
         if isinstance(broker_rows, str):
             return f"broker {broker} could not be inspected ({broker_rows})"
         for row in broker_rows:
-            if row.topic == topic and row.dir_kind == "live" and row.metadata_state != "missing":
+            if (
+                row.topic == topic
+                and row.partition is not None
+                and row.dir_kind == "live"
+                and row.metadata_state != "missing"
+            ):
                 return (
-                    f"{topic}-{row.partition} on broker {broker} has a partition.metadata now"
+                    f"{ReplicaRef(broker, TopicPartition(topic, row.partition))} has a"
+                    " partition.metadata now"
                     f" ({row.file_topic_id or row.metadata_state}): plan again"
                 )
     return None
@@ -178,7 +178,7 @@ def files_disagreeing(
         topic = state.topics.get(row.topic)
         if topic is None or broker not in topic.assignment.partitions.get(row.partition, ()):
             continue
-        name = f"{row.topic}-{row.partition}"
+        name = str(TopicPartition(row.topic, row.partition))
         if row.metadata_state == "missing":
             missing.append(name)
         elif row.file_topic_id != topic.topic_id:
@@ -189,7 +189,7 @@ def files_disagreeing(
 def stale_holders(
     fingerprint: Fingerprint,
     state: ClusterState,
-    repaired: Collection[tuple[int, TopicPartition]],
+    repaired: Collection[ReplicaRef],
 ) -> StaleIdHolder:
     """Replicas the plan saw holding an id ZooKeeper does not, less those repaired since.
 
@@ -204,12 +204,12 @@ def stale_holders(
             continue
         if parsed.kind != "live":
             continue
-        tp = (parsed.topic, parsed.partition)
+        tp = TopicPartition(parsed.topic, parsed.partition)
         topic = state.topics.get(parsed.topic)
         broker = key.broker
         if topic is None or file_id is None or file_id == topic.topic_id:
             continue
-        if (broker, tp) not in repaired:
+        if ReplicaRef(broker, tp) not in repaired:
             stale.setdefault(tp, set()).add(broker)
     return StaleIdHolder({tp: frozenset(b) for tp, b in stale.items()})
 
@@ -227,18 +227,18 @@ class ConvergenceScope:
 def convergence_scope(plan: Plan) -> ConvergenceScope | None:
     """The convergence gate's scope, or None when the plan deletes no file (a rolling
     restart, a restore alone): those steps have gates of their own and converge nothing."""
-    if not any(steps.DELETE in s.actions for s in plan.restarts):
+    if not any(Action.DELETE in s.actions for s in plan.restarts):
         return None
     restarted = {s.broker for s in plan.restarts}
-    topics = {parse_partition_name(name)[0] for step in plan.steps for name in step.partitions} | {
+    topics = {tp.topic for step in plan.steps for tp in step.partitions} | {
         r.topic for r in plan.restores
     }
-    excused: set[TopicPartition] = set()
-    for restore in plan.restores:
-        for replica in restore.rolled_later:
-            name, _, broker = replica.partition(" on broker ")
-            if broker.strip().isdigit() and int(broker) not in restarted:
-                excused.add(parse_partition_name(name))
+    excused = {
+        replica.partition
+        for restore in plan.restores
+        for replica in restore.rolled_later
+        if replica.broker not in restarted
+    }
     return ConvergenceScope(frozenset(topics), frozenset(excused))
 
 

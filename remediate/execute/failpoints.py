@@ -10,9 +10,9 @@ is inert unless `REMEDIATE_FAILPOINTS` names it, as `<point>=<action>[,<point>=<
 
 Points are `<action>:started` (journaled as started, nothing done yet), `<action>:done` (done,
 not yet journaled) and `<action>:finished` (journaled as finished), for every action of a plan
-step, e.g. `backup:done` or `wait in-sync:started`; and a few inside an action, where a
-race or a crash can fall: `zk-write topic-id:read` (the znode read and checked, not yet
-written). Never set it in production.
+step and of a rollback, e.g. `backup:done`, `wait in-sync:started` or (a rollback's)
+`restore:done`; and a few inside an action, where a race or a crash can fall: `zk-write
+topic-id:read` (the znode read and checked, not yet written). Never set it in production.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -34,10 +35,51 @@ _SECRET_WORDS = ("password", "passphrase", "secret")
 # Keys every record carries; a field may not overwrite them.
 _RESERVED = frozenset({"seq", "time", "ts", "run_id", "event"})
 
-RUNNING = "running"
-COMPLETED = "completed"
-HALTED = "halted"
-REFUSED = "refused"
+
+class RunStatus(StrEnum):
+    """Where a run stands, as its journal replays (and as `status` and the report say)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    HALTED = "halted"
+    REFUSED = "refused"
+
+
+class JournalEvent(StrEnum):
+    """What a journal record says happened: its `event` field. A member is its string, so a
+    record is written exactly as with the plain name; records read back carry plain strings,
+    which compare equal to the members (and an unknown one, from newer code, to none)."""
+
+    # The run.
+    RUN_STARTED = "run-started"
+    APPROVED = "approved"
+    RUN_RESUMED = "run-resumed"
+    RUN_COMPLETED = "run-completed"
+    RUN_HALTED = "run-halted"
+    RUN_REFUSED = "run-refused"
+    # One action, under its step key: started, then finished or failed; or skipped, with why.
+    STEP_STARTED = "step-started"
+    STEP_FINISHED = "step-finished"
+    STEP_FAILED = "step-failed"
+    STEP_SKIPPED = "step-skipped"
+    # What the run decided and lived through.
+    GATE = "gate"
+    NOTE = "note"
+    RETRY = "retry"
+    ZOOKEEPER = "zookeeper"
+    SAMPLE = "sample"
+    # A rollback of the run, broker by broker.
+    ROLLBACK_STARTED = "rollback-started"
+    ROLLBACK_RESTORED = "rollback-restored"
+    ROLLBACK_FINISHED = "rollback-finished"
+    # The scan after the run (`fix`).
+    CHECKED = "checked"
+
+
+# The records of one action's attempt.
+STEP_EVENTS = frozenset(
+    {JournalEvent.STEP_STARTED, JournalEvent.STEP_FINISHED, JournalEvent.STEP_FAILED}
+)
 
 
 def new_run_id(now: float, *, entropy: str | None = None) -> str:
@@ -78,6 +120,25 @@ def iso_time(now: float) -> str:
     """`now` as ISO 8601 UTC with milliseconds, e.g. `2026-11-22T03:15:00.123Z`."""
     text = datetime.fromtimestamp(now, tz=UTC).isoformat(timespec="milliseconds")
     return text.replace("+00:00", "Z")
+
+
+def journal_record(
+    event: JournalEvent, *, seq: int, now: float, run_id: str, fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One record: its fields, and what every record carries."""
+    return {
+        **fields,
+        "seq": seq,
+        "time": iso_time(now),
+        "ts": now,
+        "run_id": run_id,
+        "event": event,
+    }
+
+
+def journal_line(record: Mapping[str, Any]) -> str:
+    """A record as its line of journal.jsonl: JSON, keys sorted, ending in a newline."""
+    return json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
 
 
 class Journal:
@@ -125,7 +186,7 @@ class Journal:
         journal = cls(directory, run_id)
         digest = plan.get("digest")
         journal.append(
-            "run-started",
+            JournalEvent.RUN_STARTED,
             now=now,
             digest=digest if isinstance(digest, str) else None,
             host=socket.gethostname(),
@@ -156,7 +217,7 @@ class Journal:
             raise JournalError(f"{path}: expected a JSON object")
         return plan
 
-    def append(self, event: str, *, now: float, **fields: Any) -> dict[str, Any]:
+    def append(self, event: JournalEvent, *, now: float, **fields: Any) -> dict[str, Any]:
         """Write one record and fsync it; return the record as written."""
         clash = sorted(_RESERVED & fields.keys())
         if clash:
@@ -169,16 +230,11 @@ class Journal:
         with self._mutex:
             self._sync_tail()
             assert self._next_seq is not None and self._length is not None
-            record = {
-                **fields,
-                "seq": self._next_seq,
-                "time": iso_time(now),
-                "ts": now,
-                "run_id": self.run_id,
-                "event": event,
-            }
+            record = journal_record(
+                event, seq=self._next_seq, now=now, run_id=self.run_id, fields=fields
+            )
             try:
-                line = json.dumps(record, sort_keys=True, allow_nan=False) + "\n"
+                line = journal_line(record)
             except (TypeError, ValueError) as error:
                 raise JournalError(
                     f"journal {self.path}: {event} record is not JSON: {error}"
@@ -333,7 +389,7 @@ class RunProgress:
     """A run's progress as replayed from its journal."""
 
     run_id: str
-    status: str
+    status: RunStatus
     steps: Mapping[str, StepProgress]
     in_flight: str | None
     last_error: str | None
@@ -352,23 +408,23 @@ def replay(records: Sequence[Mapping[str, Any]]) -> RunProgress:
     if not records:
         raise JournalError("cannot replay an empty journal")
     run_id = str(records[0].get("run_id", ""))
-    status = RUNNING
+    status = RunStatus.RUNNING
     steps: dict[str, StepProgress] = {}
     in_flight: str | None = None
     last_error: str | None = None
     for record in records:
         event = record.get("event")
-        if event in ("step-started", "step-finished", "step-failed"):
+        if event in STEP_EVENTS:
             key = record.get("step")
             if not isinstance(key, str):
                 raise JournalError(f"record {record.get('seq')}: {event} without a step key")
             previous = steps.get(key, StepProgress(key, False, False, False))
-            if event == "step-started":
+            if event == JournalEvent.STEP_STARTED:
                 steps[key] = StepProgress(
                     key, True, False, False, previous.result, previous.attempts + 1
                 )
                 in_flight = key
-            elif event == "step-finished":
+            elif event == JournalEvent.STEP_FINISHED:
                 result = record.get("result")
                 frozen = MappingProxyType(dict(result) if isinstance(result, Mapping) else {})
                 steps[key] = StepProgress(key, True, True, False, frozen, previous.attempts)
@@ -377,14 +433,18 @@ def replay(records: Sequence[Mapping[str, Any]]) -> RunProgress:
                     key, True, False, True, previous.result, previous.attempts
                 )
                 last_error = str(record.get("error", ""))
-            if event != "step-started" and in_flight == key:
+            if event != JournalEvent.STEP_STARTED and in_flight == key:
                 in_flight = None
-        elif event == "run-completed":
-            status = COMPLETED
-        elif event in ("run-halted", "run-refused"):
-            if status != COMPLETED:
-                status = HALTED if event == "run-halted" else REFUSED
+        elif event == JournalEvent.RUN_COMPLETED:
+            status = RunStatus.COMPLETED
+        elif event in (JournalEvent.RUN_HALTED, JournalEvent.RUN_REFUSED):
+            if status != RunStatus.COMPLETED:
+                halted = event == JournalEvent.RUN_HALTED
+                status = RunStatus.HALTED if halted else RunStatus.REFUSED
             last_error = str(record.get("error", ""))
-        elif event == "run-resumed" and status in (HALTED, REFUSED):
-            status = RUNNING
+        elif event == JournalEvent.RUN_RESUMED and status in (
+            RunStatus.HALTED,
+            RunStatus.REFUSED,
+        ):
+            status = RunStatus.RUNNING
     return RunProgress(run_id, status, MappingProxyType(steps), in_flight, last_error)

@@ -20,7 +20,14 @@ from remediate.collect.zookeeper import read_cluster_state, session
 from remediate.config import ClusterConfig
 from remediate.errors import RefusedError
 from remediate.execute.drift import differences, observed_files
-from remediate.execute.journal import COMPLETED, Journal, new_run_id, replay, run_or_latest
+from remediate.execute.journal import (
+    Journal,
+    JournalEvent,
+    RunStatus,
+    new_run_id,
+    replay,
+    run_or_latest,
+)
 from remediate.execute.lock import RunLock
 from remediate.execute.runner import Executor, RunOutcome, Services
 from remediate.logs import run_logger
@@ -158,11 +165,14 @@ def locked_run(
                 check_drift(config, zk, plan)
                 journal = Journal.create(root, run_id, plan.to_json(), now=clock.now())
                 journal.append(
-                    "approved", now=clock.now(), digest=plan.digest, approved_by=approved_by
+                    JournalEvent.APPROVED,
+                    now=clock.now(),
+                    digest=plan.digest,
+                    approved_by=approved_by,
                 )
                 progress(f"run {run_id}: {len(plan.steps)} step(s), journal {journal.path}")
             elif resumed_by is not None:
-                journal.append("run-resumed", now=clock.now(), by=resumed_by)
+                journal.append(JournalEvent.RUN_RESUMED, now=clock.now(), by=resumed_by)
             log = run_logger(root, run_id, config.cluster, to_stderr=log_json)
             services = _services(config, zk, plan, log, progress)
             yield Executor(plan, services, journal, lock)
@@ -216,7 +226,7 @@ def resume_run(
     root = Path(config.journal_dir)
     chosen = run_or_latest(root, run_id)
     journal = Journal.open(root, chosen)
-    if replay(journal.records()).status == COMPLETED:
+    if replay(journal.records()).status == RunStatus.COMPLETED:
         raise RefusedError(f"run {chosen} already completed; nothing to resume")
     plan = plan_from_json(journal.plan())
     with locked_run(
@@ -245,7 +255,7 @@ def rollback_run(
 def record_check(config: ClusterConfig, run_id: str, report: ScanReport, *, now: float) -> None:
     """The findings of the scan after a run, in the run's journal (and so in its report)."""
     Journal.open(Path(config.journal_dir), run_id).append(
-        "checked",
+        JournalEvent.CHECKED,
         now=now,
         status=report.status,
         summary=report.summary_line(),

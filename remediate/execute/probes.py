@@ -17,6 +17,7 @@ from tenacity import (
 
 from remediate.collect.zookeeper import read_cluster_state
 from remediate.errors import HaltedError, HostKeyError, RemediationError, TransportError
+from remediate.execute.journal import JournalEvent
 from remediate.execute.recorder import Recorder
 from remediate.execute.services import Services
 from remediate.formats.znodes import CONTROLLER_EPOCH, decode_controller_epoch
@@ -83,7 +84,8 @@ class Probes:
         self._last_sample = self.services.clock.monotonic()
         whole = self.read() if state is None else state
         self.recorder.record(
-            "sample", **health_sample(whole, self.services.config.min_insync_replicas_default)
+            JournalEvent.SAMPLE,
+            **health_sample(whole, self.services.config.min_insync_replicas_default),
         )
 
     # -- a broker's state ---------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The journal side of a run: every record goes through here, and so does every action
-(journaled before and after, the lock checked before a destructive one, failpoints hit).
+(journaled before and after, the lock checked before a destructive one, failpoints hit), and
+every action not carried out (journaled with the reason).
 
 ZooKeeper's session changes arrive on the client's own thread; they are queued and written
 by the run itself, before its next record, so that the journal has one writer.
@@ -18,7 +19,7 @@ from remediate.errors import (
     TransportError,
     ZooKeeperError,
 )
-from remediate.execute.journal import Journal
+from remediate.execute.journal import Journal, JournalEvent
 from remediate.execute.lock import RunLock
 from remediate.execute.services import RunLedger, Services
 from remediate.execute.steps import StepKey
@@ -37,7 +38,7 @@ class Recorder:
 
     # -- records ------------------------------------------------------------------------------
 
-    def record(self, event: str, **fields: Any) -> None:
+    def record(self, event: JournalEvent, **fields: Any) -> None:
         self.flush_session_states()
         self.journal.append(event, now=self.services.clock.now(), **fields)
 
@@ -49,7 +50,10 @@ class Recorder:
         while not self._session_states.empty():
             at, session = self._session_states.get_nowait()
             self.journal.append(
-                "zookeeper", now=self.services.clock.now(), session=session, observed=round(at, 3)
+                JournalEvent.ZOOKEEPER,
+                now=self.services.clock.now(),
+                session=session,
+                observed=round(at, 3),
             )
 
     def retried(self, what: str) -> OnRetry:
@@ -57,7 +61,10 @@ class Recorder:
 
         def record(attempt: int, error: BaseException) -> None:
             self.record(
-                "retry", what=what, attempt=attempt, error=f"{type(error).__name__}: {error}"
+                JournalEvent.RETRY,
+                what=what,
+                attempt=attempt,
+                error=f"{type(error).__name__}: {error}",
             )
             if self.services.log is not None:
                 self.services.log.warning("retrying", what=what, attempt=attempt, error=repr(error))
@@ -76,21 +83,32 @@ class Recorder:
     def finished(self, key: StepKey) -> bool:
         return str(key) in self.ledger.finished
 
+    def skip(self, key: StepKey, reason: str) -> None:
+        """Journal that the action `key` is not carried out, and why."""
+        self.record(JournalEvent.STEP_SKIPPED, step=str(key), reason=reason)
+        self.log("step skipped", key, reason=reason)
+
     def act(
         self,
         key: StepKey,
         action: Callable[[], dict[str, Any]],
         *,
         destructive: bool = False,
-    ) -> None:
-        """Carry out `action` unless the journal has it finished; journaled before and after.
-        Any failure halts the run (HaltedError), the lock's loss as LockLostError."""
-        if self.finished(key):
-            return
+        once: bool = True,
+    ) -> bool:
+        """Carry out `action`, journaled before and after; whether it was carried out now.
+
+        With `once` (a run's actions), an action the journal has finished is not repeated:
+        it is journaled as skipped. Without (a rollback's, carried out whole each time it is
+        asked for), it always runs. Any failure halts the run (HaltedError), the lock's loss
+        as LockLostError."""
+        if once and self.finished(key):
+            self.skip(key, "finished earlier in this run: not repeated")
+            return False
         text = str(key)
         resumed = self.ledger.progress.in_flight == text
         failpoint = self.services.failpoint
-        self.record("step-started", step=text, resumed=resumed)
+        self.record(JournalEvent.STEP_STARTED, step=text, resumed=resumed)
         self.log("step started", key)
         failpoint(f"{key.action}:started")
         try:
@@ -99,15 +117,16 @@ class Recorder:
             result = action()
             failpoint(f"{key.action}:done")
         except LockLostError as exc:
-            self.record("step-failed", step=text, error=str(exc))
+            self.record(JournalEvent.STEP_FAILED, step=text, error=str(exc))
             raise
         except (HaltedError, TransportError, ZooKeeperError, FormatError) as exc:
-            self.record("step-failed", step=text, error=str(exc))
+            self.record(JournalEvent.STEP_FAILED, step=text, error=str(exc))
             self.log("step failed", key, error=str(exc))
             if isinstance(exc, HaltedError):
                 raise
             raise HaltedError(f"{text}: {exc}") from exc
-        self.record("step-finished", step=text, result=result)
+        self.record(JournalEvent.STEP_FINISHED, step=text, result=result)
         self.log("step finished", key)
         self.ledger.finished.add(text)
         failpoint(f"{key.action}:finished")
+        return True

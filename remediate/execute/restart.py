@@ -1,6 +1,6 @@
 """A restart step: gate, stop, back up, delete, start, wait until registered and in sync,
 verify the files now carry ZooKeeper's ids. Each action through the recorder, so each is
-journaled and none is repeated on resume."""
+journaled, none is repeated on resume, and one left out is journaled with the reason."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 
 from remediate.collect.run import inspect_broker, read_server_properties
 from remediate.errors import FormatError, HaltedError, TransportError
-from remediate.execute import steps
 from remediate.execute.backup import backup_files, delete_backed_up, verify_backup
 from remediate.execute.decisions import files_disagreeing, stale_holders
+from remediate.execute.journal import JournalEvent
 from remediate.execute.services import RunLedger
 from remediate.execute.stepbase import StepRun
-from remediate.execute.steps import StepKey
+from remediate.execute.steps import Decision, StepKey
 from remediate.gates import (
     Degraded,
     ShutdownAllowance,
@@ -25,13 +25,8 @@ from remediate.gates import (
     shutdown_allowance,
 )
 from remediate.plan import RestartStep
-from remediate.playbook import Timeouts
-from remediate.state import ClusterState, TopicPartition
-
-
-def parse_partition(name: str) -> TopicPartition:
-    topic, _, number = name.rpartition("-")
-    return topic, int(number)
+from remediate.playbook import Action, Timeouts
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 
 class Restart(StepRun[RestartStep]):
@@ -55,23 +50,23 @@ class Restart(StepRun[RestartStep]):
 
     @cached_property
     def targeted(self) -> set[TopicPartition]:
-        return {parse_partition(p) for p in self.step.partitions}
+        return set(self.step.partitions)
 
     @cached_property
     def accepted(self) -> set[TopicPartition]:
         """The partitions the plan predicts this step may leave unavailable: no gate blocks
         on them."""
         predicted = self.step.predicted
-        return {parse_partition(p) for p in predicted.expected | set(predicted.last_in_isr)}
+        return set(predicted.expected | set(predicted.last_in_isr))
 
     @cached_property
     def excused(self) -> set[TopicPartition]:
         """The partitions the broker is not expected back in the ISR of after its start."""
         predicted = self.step.predicted
-        return {parse_partition(p) for p in (*predicted.out_of_isr_after, *predicted.after)}
+        return {*predicted.out_of_isr_after, *predicted.after}
 
     @property
-    def allowed(self) -> frozenset[str]:
+    def allowed(self) -> frozenset[TopicPartition]:
         """Partitions that may be offline or under min ISR after the step: the prediction's,
         and those the plan found unavailable before the run."""
         predicted = self.step.predicted
@@ -89,29 +84,35 @@ class Restart(StepRun[RestartStep]):
         act = self.recorder.act
         for action in self.step.actions:
             key = self.key(action)
-            if action == steps.GATE_RESTART_SAFETY:
-                if self.recorder.finished(self.key(steps.STOP)):
+            if action == Action.GATE_RESTART_SAFETY:
+                stop = self.key(Action.STOP)
+                if self.recorder.finished(stop):
+                    self.recorder.skip(
+                        key,
+                        f"broker {self.broker} was stopped by this run already ({stop}):"
+                        " the gate before its stop is not checked again",
+                    )
                     continue
                 act(key, self.pre_gate)
-            elif action == steps.STOP:
+            elif action == Action.STOP:
                 act(key, self.stop, destructive=True)
-            elif action == steps.BACKUP:
+            elif action == Action.BACKUP:
                 act(key, self.backup, destructive=True)
-            elif action == steps.DELETE:
+            elif action == Action.DELETE:
                 act(key, self.delete, destructive=True)
-            elif action == steps.START:
+            elif action == Action.START:
                 act(key, self.start, destructive=True)
-            elif action == steps.WAIT_REGISTERED:
+            elif action == Action.WAIT_REGISTERED:
                 retried = str(key) in self.ledger.progress.steps
                 act(key, partial(self.wait_registered, retried))
-            elif action == steps.WAIT_IN_SYNC:
+            elif action == Action.WAIT_IN_SYNC:
                 act(key, self.wait_in_sync)
-            elif action == steps.VERIFY_TOPIC_IDS:
+            elif action == Action.VERIFY_TOPIC_IDS:
                 act(key, self.verify)
             else:
                 raise HaltedError(f"step {self.index + 1}: unknown action {action!r} in the plan")
-        if steps.DELETE in self.step.actions:
-            self.ledger.repaired |= {(self.broker, tp) for tp in self.targeted}
+        if Action.DELETE in self.step.actions:
+            self.ledger.repaired |= {ReplicaRef(self.broker, tp) for tp in self.targeted}
 
     # -- the actions --------------------------------------------------------------------------
 
@@ -132,8 +133,8 @@ class Restart(StepRun[RestartStep]):
     def pre_gate(self) -> dict[str, Any]:
         state = self.probes.read()
         blocker = self.pre_gate_blocker(state)
-        gate = StepKey.for_broker(None, self.broker, "pre-gate")
-        self.recorder.record("gate", step=str(gate), blocker=blocker)
+        gate = StepKey.for_broker(None, self.broker, Decision.PRE_GATE)
+        self.recorder.record(JournalEvent.GATE, step=str(gate), blocker=blocker)
         if blocker:
             raise HaltedError(f"pre-gate for broker {self.broker}: {blocker}")
         # What was already degraded before the step: the post-gate compares against it.
@@ -146,7 +147,7 @@ class Restart(StepRun[RestartStep]):
         journal's on resume); None when the step had no pre-gate or an older journal lacks it."""
         if self._before is not None:
             return self._before
-        journaled = self.ledger.progress.steps.get(str(self.key(steps.GATE_RESTART_SAFETY)))
+        journaled = self.ledger.progress.steps.get(str(self.key(Action.GATE_RESTART_SAFETY)))
         if journaled is None or "offline_partitions" not in journaled.result:
             return None
         return Degraded.from_json(journaled.result)
@@ -190,8 +191,8 @@ class Restart(StepRun[RestartStep]):
         except (TransportError, FormatError) as exc:
             # Only a timeout depends on it: Kafka's defaults, and the journal says why.
             self.recorder.record(
-                "note",
-                step=str(StepKey.for_broker(None, self.broker, steps.STOP)),
+                JournalEvent.NOTE,
+                step=str(StepKey.for_broker(None, self.broker, Action.STOP)),
                 decision=f"{path} could not be read ({exc}): Kafka's defaults allowed",
             )
             return shutdown_allowance(None)
@@ -246,8 +247,8 @@ class Restart(StepRun[RestartStep]):
             # has been fixed since): the step was waiting for exactly this start.
             self.recorder.lock.ensure_held()
             self.recorder.record(
-                "note",
-                step=str(StepKey.for_broker(None, broker, steps.WAIT_REGISTERED)),
+                JournalEvent.NOTE,
+                step=str(StepKey.for_broker(None, broker, Action.WAIT_REGISTERED)),
                 decision=f"broker {broker} is not running on resume: starting it again",
             )
             self._start_service()
@@ -266,12 +267,12 @@ class Restart(StepRun[RestartStep]):
         broker = self.broker
         before = self.baseline()
         min_isr = self.services.config.min_insync_replicas_default
-        seen: dict[str, frozenset[str]] = {}
+        seen: dict[str, frozenset[TopicPartition]] = {}
 
         def blocker() -> str | None:
             state = self.probes.sampled_read(self.probes.topics_on(broker))
             now = degraded(state, min_isr)
-            seen["degraded"] = now.names
+            seen["degraded"] = now.partitions
             harmed = (
                 None
                 if before is None
@@ -288,8 +289,10 @@ class Restart(StepRun[RestartStep]):
         result: dict[str, Any] = {"in_sync_after_s": held}
         predicted = self.step.predicted
         if predicted.expected or predicted.last_in_isr:
-            result["excused"] = sorted(f"{t}-{n}" for t, n in self.excused)
-            result["unavailable_after"] = sorted(seen.get("degraded", frozenset()))
+            result["excused"] = sorted(str(tp) for tp in self.excused)
+            result["unavailable_after"] = sorted(
+                str(tp) for tp in seen.get("degraded", frozenset())
+            )
         return result
 
     def verify(self) -> dict[str, Any]:

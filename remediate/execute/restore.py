@@ -1,6 +1,7 @@
 """A restore step: ZooKeeper's topic id written back to what every replica holds (a CAS on the
 znode's version), then, when a controller already loaded the wrong id, a controller election
-so that it sends the right one. No broker restarts."""
+so that it sends the right one. No broker restarts. An action left out (its write already
+done, or no election needed) is journaled with the reason."""
 
 from __future__ import annotations
 
@@ -11,22 +12,21 @@ from typing import Any
 from remediate.collect.run import collect_brokers
 from remediate.collect.snapshot import ReplicaRow
 from remediate.errors import HaltedError, VersionConflictError, ZnodeMissingError, ZooKeeperError
-from remediate.execute import steps
 from remediate.execute.decisions import (
     agreement_blocker,
     claimed_blocker,
     disagreement_blocker,
     replica_hosts,
-    rolled_replicas,
     unconfigured_hosts_blocker,
 )
+from remediate.execute.journal import JournalEvent
 from remediate.execute.stepbase import StepRun
-from remediate.execute.steps import StepKey
+from remediate.execute.steps import Decision, StepKey
 from remediate.formats.topic_id import parse_topic_id
 from remediate.formats.znodes import CONTROLLER, decode_topic, topic_path, with_topic_id
 from remediate.gates import missing_id_blocker, topic_in_sync_blocker
 from remediate.plan import RestoreStep
-from remediate.playbook import Timeouts
+from remediate.playbook import Action, Timeouts
 from remediate.state import ClusterState
 
 ELECTION_TIMEOUT_S = 60.0
@@ -42,7 +42,7 @@ class Restore(StepRun[RestoreStep]):
 
     @property
     def gate_key(self) -> StepKey:
-        return StepKey.for_topic(None, self.step.topic, "agreement")
+        return StepKey.for_topic(None, self.step.topic, Decision.AGREEMENT)
 
     def key(self, action: str) -> StepKey:
         return StepKey.for_topic(self.index, self.step.topic, action)
@@ -52,24 +52,35 @@ class Restore(StepRun[RestoreStep]):
         self.services.progress(f"topic {step.topic}: {step.reason}")
         for action in step.actions:
             key = self.key(action)
-            if action == steps.GATE_AGREEMENT:
-                done = steps.ZK_WRITE_CONTROLLER_ELECTION if step.mint else steps.ZK_WRITE_TOPIC_ID
-                if recorder.finished(self.key(done)):
+            if action == Action.GATE_AGREEMENT:
+                done = self.key(
+                    Action.ZK_WRITE_CONTROLLER_ELECTION if step.mint else Action.ZK_WRITE_TOPIC_ID
+                )
+                if recorder.finished(done):
+                    recorder.skip(
+                        key,
+                        f"{done} was done by this run already: the gate before it is not"
+                        " checked again",
+                    )
                     continue
-                if not recorder.finished(key):
-                    recorder.act(key, self.agreement_gate)
+                if recorder.act(key, self.agreement_gate):
                     ledger.gated.add(str(key))
-            elif action == steps.ZK_WRITE_TOPIC_ID:
+            elif action == Action.ZK_WRITE_TOPIC_ID:
                 # Resumed after the gate passed in an earlier process: checked again.
-                regate = str(self.key(steps.GATE_AGREEMENT)) not in ledger.gated
+                regate = str(self.key(Action.GATE_AGREEMENT)) not in ledger.gated
                 recorder.act(key, partial(self.write_topic_id, regate=regate), destructive=True)
-            elif action == steps.ZK_WRITE_CONTROLLER_ELECTION:
+            elif action == Action.ZK_WRITE_CONTROLLER_ELECTION:
                 if not step.reelect:
+                    recorder.skip(
+                        key,
+                        f"ZooKeeper held no id for {step.topic} that a controller could have"
+                        " loaded: no election is needed",
+                    )
                     continue
                 recorder.act(key, partial(self.reelect, key), destructive=True)
-            elif action == steps.WAIT_IN_SYNC:
+            elif action == Action.WAIT_IN_SYNC:
                 recorder.act(key, self.wait_in_sync)
-            elif action == steps.VERIFY_TOPIC_IDS:
+            elif action == Action.VERIFY_TOPIC_IDS:
                 recorder.act(key, self.verify)
             else:
                 raise HaltedError(f"step {self.index + 1}: unknown action {action!r} in the plan")
@@ -84,7 +95,7 @@ class Restore(StepRun[RestoreStep]):
             if self.step.mint
             else self.disagreement_blocker(state, self.step.topic_id)
         )
-        self.recorder.record("gate", step=str(self.gate_key), blocker=blocker)
+        self.recorder.record(JournalEvent.GATE, step=str(self.gate_key), blocker=blocker)
         if blocker:
             raise HaltedError(f"restore of {self.step.topic} refused: {blocker}")
         return {"blocker": None}
@@ -117,7 +128,7 @@ class Restore(StepRun[RestoreStep]):
             topic,
             expected,
             self.rows(state),
-            rolled=rolled_replicas(self.step.rolled_later),
+            rolled=self.step.rolled_later,
             rolled_id=self.step.zk_topic_id,
             require_one=require_one,
         )
@@ -136,7 +147,9 @@ class Restore(StepRun[RestoreStep]):
         if regate:
             # Minutes may have passed since the gate passed in an earlier process.
             self.recorder.record(
-                "note", step=str(self.gate_key), decision="resumed: the gate is checked again"
+                JournalEvent.NOTE,
+                step=str(self.gate_key),
+                decision="resumed: the gate is checked again",
             )
             self.agreement_gate()
         if stat.version != step.znode_version:
@@ -166,7 +179,7 @@ class Restore(StepRun[RestoreStep]):
         recorded = [
             r.get("controller_epoch_before")
             for r in recorder.journal.records()
-            if r.get("event") == "note" and r.get("step") == str(key)
+            if r.get("event") == JournalEvent.NOTE and r.get("step") == str(key)
         ]
         if recorded and isinstance(recorded[-1], int) and before > recorded[-1]:
             return {"controller_epoch": before, "already": True}
@@ -174,10 +187,10 @@ class Restore(StepRun[RestoreStep]):
         # topic may be without an id, or the new controller mints one no replica holds.
         minted = {r.topic for r in self.plan.restores if r.mint}
         blocker = missing_id_blocker(probes.read(), restored=minted)
-        recorder.record("gate", step=str(key), blocker=blocker)
+        recorder.record(JournalEvent.GATE, step=str(key), blocker=blocker)
         if blocker:
             raise HaltedError(f"controller election refused: {blocker}")
-        recorder.record("note", step=str(key), controller_epoch_before=before)
+        recorder.record(JournalEvent.NOTE, step=str(key), controller_epoch_before=before)
         recorder.lock.ensure_held()
         with contextlib.suppress(ZnodeMissingError):
             self.services.zk.delete(CONTROLLER, on_retry=recorder.retried("a ZooKeeper request"))

@@ -16,11 +16,10 @@ decisions.py.
 from __future__ import annotations
 
 from remediate.errors import HaltedError
-from remediate.execute import steps
 from remediate.execute.backup import Backup
 from remediate.execute.converge import Converge
 from remediate.execute.decisions import IndexedStep, next_restart, started_restart
-from remediate.execute.journal import Journal, replay
+from remediate.execute.journal import Journal, JournalEvent, RunStatus, replay
 from remediate.execute.lock import RunLock
 from remediate.execute.probes import Probes
 from remediate.execute.recorder import Recorder
@@ -28,8 +27,9 @@ from remediate.execute.restart import Restart
 from remediate.execute.restore import Restore
 from remediate.execute.rollback import rollback
 from remediate.execute.services import RunLedger, RunOutcome, Services
-from remediate.execute.steps import StepKey
+from remediate.execute.steps import Decision, StepKey
 from remediate.plan import Plan, RestartStep, RestoreStep
+from remediate.playbook import Action
 
 __all__ = ["Executor", "RunOutcome", "Services"]
 
@@ -44,9 +44,9 @@ def recover(ledger: RunLedger) -> None:
             key = StepKey.parse(text)
         except ValueError:
             continue
-        if key.action == steps.BACKUP and key.broker is not None:
+        if key.action == Action.BACKUP and key.broker is not None:
             ledger.backups[key.broker] = Backup.from_json(step.result["backup"])
-        if key.action == steps.DELETE:
+        if key.action == Action.DELETE:
             result = step.result
             ledger.deleted += list(result.get("deleted", [])) + list(result.get("already_gone", []))
 
@@ -95,10 +95,10 @@ class Executor:
             Converge(self.plan, self.services, recorder, probes).run()
             probes.sample()
         except HaltedError as exc:
-            recorder.record("run-halted", error=str(exc))
-            return ledger.outcome(self.run_id, "halted", str(exc))
-        recorder.record("run-completed")
-        return ledger.outcome(self.run_id, "completed")
+            recorder.record(JournalEvent.RUN_HALTED, error=str(exc))
+            return ledger.outcome(self.run_id, RunStatus.HALTED, str(exc))
+        recorder.record(JournalEvent.RUN_COMPLETED)
+        return ledger.outcome(self.run_id, RunStatus.COMPLETED)
 
     def _next(
         self, remaining: list[IndexedStep], recorder: Recorder, probes: Probes
@@ -111,8 +111,8 @@ class Executor:
         if decision is not None:
             head_index, head = remaining[0]
             recorder.record(
-                "gate",
-                step=str(StepKey.for_broker(head_index, head.broker, steps.ORDER)),
+                JournalEvent.GATE,
+                step=str(StepKey.for_broker(head_index, head.broker, Decision.ORDER)),
                 blocker=None,
                 decision=decision,
             )

@@ -10,10 +10,10 @@ from typing import Any
 from remediate.config import ClusterConfig
 from remediate.execute import failpoints
 from remediate.execute.backup import Backup
-from remediate.execute.journal import RunProgress
+from remediate.execute.journal import RunProgress, RunStatus
 from remediate.playbook import Timeouts
 from remediate.ports import Clock, Transport, ZooKeeper
-from remediate.state import TopicPartition
+from remediate.state import ReplicaRef
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Services:
 @dataclass(frozen=True)
 class RunOutcome:
     run_id: str
-    status: str
+    status: RunStatus
     error: str | None = None
     deleted: tuple[str, ...] = ()
     backups: tuple[Mapping[str, Any], ...] = ()
@@ -57,10 +57,10 @@ class RunLedger:
     finished: set[str] = field(default_factory=set)  # step keys
     backups: dict[int, Backup] = field(default_factory=dict)  # by broker
     deleted: list[str] = field(default_factory=list)
-    repaired: set[tuple[int, TopicPartition]] = field(default_factory=set)
+    repaired: set[ReplicaRef] = field(default_factory=set)
     gated: set[str] = field(default_factory=set)  # gates passed by this process
 
-    def outcome(self, run_id: str, status: str, error: str | None = None) -> RunOutcome:
+    def outcome(self, run_id: str, status: RunStatus, error: str | None = None) -> RunOutcome:
         return RunOutcome(
             run_id,
             status,

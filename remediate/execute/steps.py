@@ -1,10 +1,10 @@
-"""The executor's vocabulary: the actions a step is made of, and the key each action is
-journaled under.
+"""The executor's vocabulary: the actions a step is made of (the playbook's `Action`s and the
+run's own `RunAction`s), and the key each action is journaled under.
 
 A key reads `"{index}:broker-{N}:{action}"` or `"{index}:topic-{T}:{action}"` (the plan's
 step index, what the step acts on, the action); the run's own closing action, after the last
 step, reads `"{number of steps}:cluster:{action}"`. Rollback keys read
-`"rollback{n}:broker-{N}:{part}"`, and gate decisions are journaled under keys without an
+`"rollback{n}:broker-{N}:{action}"`, and gate decisions are journaled under keys without an
 index (`"broker-{N}:pre-gate"`). Journals on disk hold these strings, so their format never
 changes; `StepKey` is the one place that writes and reads them.
 """
@@ -13,50 +13,67 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
+
+from remediate.playbook import Action
 
 # The actions of a restart step, in the order a playbook may list them.
-GATE_RESTART_SAFETY = "gate restart-safety"
-STOP = "stop"
-BACKUP = "backup"
-DELETE = "delete"
-START = "start"
-WAIT_REGISTERED = "wait registered"
-WAIT_IN_SYNC = "wait in-sync"
-VERIFY_TOPIC_IDS = "verify topic-ids"
 RESTART_ACTIONS = (
-    GATE_RESTART_SAFETY,
-    STOP,
-    BACKUP,
-    DELETE,
-    START,
-    WAIT_REGISTERED,
-    WAIT_IN_SYNC,
-    VERIFY_TOPIC_IDS,
+    Action.GATE_RESTART_SAFETY,
+    Action.STOP,
+    Action.BACKUP,
+    Action.DELETE,
+    Action.START,
+    Action.WAIT_REGISTERED,
+    Action.WAIT_IN_SYNC,
+    Action.VERIFY_TOPIC_IDS,
 )
 
 # The actions of a restore step (ZooKeeper's topic id written back; no broker restarts).
-GATE_AGREEMENT = "gate agreement"
-ZK_WRITE_TOPIC_ID = "zk-write topic-id"
-ZK_WRITE_CONTROLLER_ELECTION = "zk-write controller-election"
 RESTORE_ACTIONS = (
-    GATE_AGREEMENT,
-    ZK_WRITE_TOPIC_ID,
-    ZK_WRITE_CONTROLLER_ELECTION,
-    WAIT_IN_SYNC,
-    VERIFY_TOPIC_IDS,
+    Action.GATE_AGREEMENT,
+    Action.ZK_WRITE_TOPIC_ID,
+    Action.ZK_WRITE_CONTROLLER_ELECTION,
+    Action.WAIT_IN_SYNC,
+    Action.VERIFY_TOPIC_IDS,
 )
 
-# After the last step of a repair: every partition of the plan's topics has a leader, its full
-# ISR and ZooKeeper's id in every file (one action of the run, keyed after its last step).
-CONVERGE = "wait converged"
+
+class RunAction(StrEnum):
+    """The executor's own actions, which no playbook lists."""
+
+    # After the last step of a repair: every partition of the plan's topics has a leader, its
+    # full ISR and ZooKeeper's id in every file (one action of the run, keyed after its last
+    # step).
+    CONVERGE = "wait converged"
+    # A rollback puts a broker's verified backup back, between its stop and its start.
+    RESTORE_BACKUP = "restore"
+
+
+# A rollback's actions, broker by broker.
+ROLLBACK_ACTIONS = (
+    Action.GATE_RESTART_SAFETY,
+    Action.STOP,
+    RunAction.RESTORE_BACKUP,
+    Action.START,
+    Action.WAIT_REGISTERED,
+)
+
+
+class Decision(StrEnum):
+    """Journal-only key parts: what a gate record, or a rollback's own records, are about."""
+
+    PRE_GATE = "pre-gate"  # a restart's gate, decided before its broker is stopped
+    AGREEMENT = "agreement"  # a restore's gate: every replica holds the id to write
+    ORDER = "order"  # the controller-last decision of a step
+    ROLLBACK = "rollback"  # a broker's rollback, started and finished
+    ROLLBACK_GATE = "gate"  # a rollback's gate
+
+
 CLUSTER = "cluster"
-
-# Journal-only keys: the controller-last decision of a step, a rollback and its parts.
-ORDER = "order"
-ROLLBACK = "rollback"
-
 BROKER = "broker-"
 TOPIC = "topic-"
+ROLLBACK_PREFIX = "rollback"
 
 _KEY = re.compile(
     r"(?:(?P<rollback>rollback)?(?P<index>\d+):)?(?P<target>(?:broker|topic)-[^:]+|cluster)"
@@ -122,5 +139,5 @@ class StepKey:
     def __str__(self) -> str:
         if self.index is None:
             return f"{self.target}:{self.action}"
-        prefix = ROLLBACK if self.rollback else ""
+        prefix = ROLLBACK_PREFIX if self.rollback else ""
         return f"{prefix}{self.index}:{self.target}:{self.action}"

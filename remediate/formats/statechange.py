@@ -1,9 +1,11 @@
 """Kafka's topic-id mismatch line in a broker's state-change log, parsed.
 
 A broker that holds another topic id in memory than a LeaderAndIsr request carries logs at
-ERROR on state.change.logger and ignores that partition's state change (reference/kafka-zk.md,
-"Controller and broker behaviour"). The message, after log4j's layout and the logger's
-"[Broker id=N] " prefix:
+ERROR on state.change.logger and ignores that partition's state change (Kafka's source under
+core/src/main/scala/kafka/: at 2.8.2 cluster/Partition.scala:454-458 logs it and
+server/ReplicaManager.scala:1366-1400 skips the partition; at 3.4.1
+server/ReplicaManager.scala:1380-1384 logs it). The message, after log4j's layout and the
+logger's "[Broker id=N] " prefix:
 
     2.8.x  Topic Id in memory: <X> does not match the topic Id for partition <t>-<p> provided
            in the request: <Y>.

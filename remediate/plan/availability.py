@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from remediate.gates import partition_name
 from remediate.scan.kinds import FindingKind
 from remediate.scan.report import Finding
 from remediate.state import ClusterState, TopicPartition
@@ -58,7 +57,8 @@ class Restore:
     topic_id: str
 
 
-Action = Restart | Restore
+# One thing the simulation carries out.
+Operation = Restart | Restore
 
 
 @dataclass
@@ -148,9 +148,9 @@ class Timeline:
     converged: bool
     unconverged: tuple[TopicPartition, ...] = ()
 
-    def windows(self) -> dict[str, tuple[str, ...]]:
-        """Per partition (by name), the phases it is unavailable in: "now", "step N",
-        "after step N" (N counts from 1)."""
+    def windows(self) -> dict[TopicPartition, tuple[str, ...]]:
+        """Per partition, the phases it is unavailable in: "now", "step N", "after step N"
+        (N counts from 1)."""
         found: dict[TopicPartition, list[str]] = {}
         for tp in sorted(self.unavailable_now):
             found.setdefault(tp, []).append("now")
@@ -159,12 +159,11 @@ class Timeline:
                 found.setdefault(tp, []).append(f"step {number}")
             for tp in sorted(phase.after):
                 found.setdefault(tp, []).append(f"after step {number}")
-        return {partition_name(tp): tuple(w) for tp, w in sorted(found.items())}
+        return {tp: tuple(w) for tp, w in sorted(found.items())}
 
-    def newly_unavailable(self) -> dict[str, tuple[str, ...]]:
+    def newly_unavailable(self) -> dict[TopicPartition, tuple[str, ...]]:
         """The partitions available now that some phase leaves unavailable, with the phases."""
-        names = {partition_name(tp) for tp in self.unavailable_now}
-        return {p: w for p, w in self.windows().items() if p not in names}
+        return {tp: w for tp, w in self.windows().items() if tp not in self.unavailable_now}
 
     @property
     def unavailable_phases(self) -> int:
@@ -193,7 +192,7 @@ def _memory(
     for f in findings:
         if f.topic is None or f.partition is None or f.broker is None:
             continue
-        tp = (f.topic, f.partition)
+        tp = TopicPartition(f.topic, f.partition)
         if f.kind == FindingKind.LEADER_FENCED_BY_STALE_ID:
             fenced.add(tp)
         elif f.kind in (
@@ -225,7 +224,7 @@ def build_model(
     for name in sorted(chosen):
         topic = state.topics[name]
         for number, replicas in sorted(topic.assignment.partitions.items()):
-            tp = (name, number)
+            tp = TopicPartition(name, number)
             zk = state.partitions.get(tp)
             epoch = zk.leader_epoch if zk is not None else 0
             isr = set(zk.isr) if zk is not None else set()
@@ -346,34 +345,34 @@ class _Run:
         )
 
 
-def simulate(model: Model, actions: Sequence[Action]) -> Timeline:
-    """The prediction for carrying out `actions` in order, from the model's state."""
+def simulate(model: Model, operations: Sequence[Operation]) -> Timeline:
+    """The prediction for carrying out `operations` in order, from the model's state."""
     run = _Run(model)
     now = run.unavailable()
     phases = []
-    for action in actions:
+    for operation in operations:
         before = run.unavailable()
-        if isinstance(action, Restart):
+        if isinstance(operation, Restart):
             isr_before = {tp: tuple(sorted(p.isr)) for tp, p in run.parts.items()}
-            last = run.stop(action.broker)
+            last = run.stop(operation.broker)
             during = run.unavailable()
             below_min = {
                 tp: (isr_before[tp], p.min_isr)
                 for tp, p in run.parts.items()
                 if tp in during and tp not in before and p.working(run.alive)
             }
-            run.start(action.broker, action.cleared)
+            run.start(operation.broker, operation.cleared)
             phases.append(
                 Phase(
                     during=during,
                     after=run.unavailable(),
-                    out_of_isr_after=run.out_of_isr(action.broker),
+                    out_of_isr_after=run.out_of_isr(operation.broker),
                     last_in_isr=last,
                     below_min=below_min,
                 )
             )
         else:
-            run.restore(action.topic, action.topic_id)
+            run.restore(operation.topic, operation.topic_id)
             phases.append(Phase(during=before, after=run.unavailable()))
     unconverged = tuple(sorted(tp for tp, p in run.parts.items() if not p.converged(run.alive)))
     return Timeline(

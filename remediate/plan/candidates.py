@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from remediate.gates import partition_name
 from remediate.plan.restore import _replica_ids
 from remediate.scan.kinds import FindingKind
 from remediate.scan.report import Finding
-from remediate.state import ClusterState
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 KEEP = "keep-zk-id"
 RESTORE = "restore-id"
@@ -33,13 +32,9 @@ class Split:
     topic: str
     other_id: str
     zk_id: str
-    # (partition, broker) of the replicas holding ZooKeeper's id: rolled after the restore.
-    rolled: tuple[tuple[int, int], ...]
+    # The replicas holding ZooKeeper's id, by partition then broker: rolled after the restore.
+    rolled: tuple[ReplicaRef, ...]
     holders: int
-
-    @property
-    def rolled_names(self) -> tuple[str, ...]:
-        return tuple(f"{partition_name((self.topic, p))} on broker {b}" for p, b in self.rolled)
 
 
 def split(topic: str, state: ClusterState, findings: Sequence[Finding]) -> Split | str:
@@ -76,7 +71,10 @@ def split(topic: str, state: ClusterState, findings: Sequence[Finding]) -> Split
             if not others
             else f"{topic}: its replicas hold {len(others)} ids other than ZooKeeper's"
         )
-    rolled = tuple(sorted(key for key, topic_id in held.items() if topic_id == zk_id))
+    rolled = tuple(
+        ReplicaRef(broker, TopicPartition(topic, partition))
+        for partition, broker in sorted(key for key, topic_id in held.items() if topic_id == zk_id)
+    )
     return Split(
         topic=topic,
         other_id=others[0],

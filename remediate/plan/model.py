@@ -3,19 +3,53 @@
 The plan is canonical JSON; its digest is the sha256 of that JSON without the digest, so any
 change to any field changes it. Everything that reads a plan (apply, the executor, the
 renderers, the run report) goes through this module.
+
+Inside, a plan is typed: partitions are `TopicPartition`s, replicas `ReplicaRef`s, actions
+`Action`s. Their text ("orders-3", "orders-3 on broker 2", "wait in-sync") is made by the
+`to_json` methods here and read back by the `from_json` ones, nowhere else.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from remediate.plan.fingerprint import Fingerprint
+from remediate.playbook import Action
+from remediate.state import ReplicaRef, TopicPartition
 
 PLAN_FORMAT = 1
+V = TypeVar("V")
+
+
+def names(partitions: Iterable[TopicPartition]) -> list[str]:
+    """The partitions' names ("topic-N"), in the order given."""
+    return [str(tp) for tp in partitions]
+
+
+def partitions_from_json(texts: Iterable[str]) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition.parse(str(text)) for text in texts)
+
+
+def by_name(mapping: Mapping[TopicPartition, V]) -> list[tuple[TopicPartition, V]]:
+    """The entries in the order of their partitions' names, as the plan's JSON lists them
+    ("t-10" before "t-2")."""
+    return sorted(mapping.items(), key=lambda item: str(item[0]))
+
+
+def _phases_to_json(phases: Mapping[TopicPartition, tuple[str, ...]]) -> dict[str, list[str]]:
+    return {str(tp): list(w) for tp, w in by_name(phases)}
+
+
+def _phases_from_json(document: Mapping[str, Any]) -> dict[TopicPartition, tuple[str, ...]]:
+    return {TopicPartition.parse(str(p)): tuple(w) for p, w in dict(document).items()}
+
+
+def _actions_from_json(actions: Iterable[str]) -> tuple[Action, ...]:
+    return tuple(Action(str(a)) for a in actions)
 
 
 @dataclass(frozen=True)
@@ -35,9 +69,9 @@ class PlanOptions:
 
 @dataclass(frozen=True)
 class Prediction:
-    """What the availability model (plan/availability.py) predicts for one step, partitions
-    by name ("topic-N"). "Unavailable": no leader that accepts acks=all writes (no leader,
-    a leader fenced by a stale topic id, or fewer in-sync replicas than min.insync.replicas).
+    """What the availability model (plan/availability.py) predicts for one step.
+    "Unavailable": no leader that accepts acks=all writes (no leader, a leader fenced by a
+    stale topic id, or fewer in-sync replicas than min.insync.replicas).
 
     - `during`: unavailable at some point while the step runs (its broker down, an election);
     - `after`: still unavailable once the step has finished;
@@ -47,31 +81,31 @@ class Prediction:
       controlled shutdown retries, then the partition is offline until the broker returns.
     """
 
-    during: tuple[str, ...] = ()
-    after: tuple[str, ...] = ()
-    out_of_isr_after: tuple[str, ...] = ()
-    last_in_isr: tuple[str, ...] = ()
+    during: tuple[TopicPartition, ...] = ()
+    after: tuple[TopicPartition, ...] = ()
+    out_of_isr_after: tuple[TopicPartition, ...] = ()
+    last_in_isr: tuple[TopicPartition, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "during": list(self.during),
-            "after": list(self.after),
-            "out_of_isr_after": list(self.out_of_isr_after),
-            "last_in_isr": list(self.last_in_isr),
+            "during": names(self.during),
+            "after": names(self.after),
+            "out_of_isr_after": names(self.out_of_isr_after),
+            "last_in_isr": names(self.last_in_isr),
         }
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any] | None) -> Prediction:
         document = document or {}
         return cls(
-            during=tuple(document.get("during", ())),
-            after=tuple(document.get("after", ())),
-            out_of_isr_after=tuple(document.get("out_of_isr_after", ())),
-            last_in_isr=tuple(document.get("last_in_isr", ())),
+            during=partitions_from_json(document.get("during", ())),
+            after=partitions_from_json(document.get("after", ())),
+            out_of_isr_after=partitions_from_json(document.get("out_of_isr_after", ())),
+            last_in_isr=partitions_from_json(document.get("last_in_isr", ())),
         )
 
     @property
-    def expected(self) -> frozenset[str]:
+    def expected(self) -> frozenset[TopicPartition]:
         """Every partition this step is allowed to leave unavailable or out of the ISR."""
         return frozenset(self.during) | frozenset(self.after) | frozenset(self.out_of_isr_after)
 
@@ -85,6 +119,7 @@ class Candidate:
     re-elect the controller, then roll the brokers whose files hold ZooKeeper's current id).
     `windows` maps every partition the candidate leaves unavailable at some phase to those
     phases ("now", "step N", "after step N"); `newly_unavailable` are the ones available now.
+    `targets` maps each topic to the id it ends with.
     """
 
     name: str
@@ -92,9 +127,9 @@ class Candidate:
     summary: str
     targets: Mapping[str, str]
     restarts: int
-    newly_unavailable: tuple[str, ...]
+    newly_unavailable: tuple[TopicPartition, ...]
     unavailable_phases: int
-    windows: Mapping[str, tuple[str, ...]]
+    windows: Mapping[TopicPartition, tuple[str, ...]]
     converges: bool
     blocked: str | None = None
 
@@ -105,9 +140,9 @@ class Candidate:
             "summary": self.summary,
             "targets": dict(sorted(self.targets.items())),
             "restarts": self.restarts,
-            "newly_unavailable": list(self.newly_unavailable),
+            "newly_unavailable": names(self.newly_unavailable),
             "unavailable_phases": self.unavailable_phases,
-            "windows": {p: list(w) for p, w in sorted(self.windows.items())},
+            "windows": _phases_to_json(self.windows),
             "converges": self.converges,
             "blocked": self.blocked,
         }
@@ -120,9 +155,9 @@ class Candidate:
             summary=str(d["summary"]),
             targets={str(k): str(v) for k, v in dict(d["targets"]).items()},
             restarts=int(d["restarts"]),
-            newly_unavailable=tuple(d["newly_unavailable"]),
+            newly_unavailable=partitions_from_json(d["newly_unavailable"]),
             unavailable_phases=int(d["unavailable_phases"]),
-            windows={str(k): tuple(v) for k, v in dict(d["windows"]).items()},
+            windows=_phases_from_json(d["windows"]),
             converges=bool(d["converges"]),
             blocked=None if d.get("blocked") is None else str(d["blocked"]),
         )
@@ -134,9 +169,10 @@ class RestartStep:
 
     broker: int
     reason: str
-    partitions: tuple[str, ...]
+    # In the order of their names, as the plan has always listed them.
+    partitions: tuple[TopicPartition, ...]
     files: tuple[str, ...]
-    actions: tuple[str, ...]
+    actions: tuple[Action, ...]
     impact: tuple[str, ...]
     is_controller: bool
     # Why the step is in this position of the order, and what the model predicts for it.
@@ -150,7 +186,7 @@ class RestartStep:
             "kind": self.kind,
             "broker": self.broker,
             "reason": self.reason,
-            "partitions": list(self.partitions),
+            "partitions": names(self.partitions),
             "files": list(self.files),
             "actions": list(self.actions),
             "impact": list(self.impact),
@@ -171,13 +207,13 @@ class RestoreStep:
     znode_version: int
     reelect: bool
     reason: str
-    partitions: tuple[str, ...]
-    actions: tuple[str, ...]
+    partitions: tuple[TopicPartition, ...]
+    actions: tuple[Action, ...]
     impact: tuple[str, ...]
     playbook: str
-    # Replicas ("topic-N on broker B") whose files hold another id, left for the restart steps
-    # that follow (candidate "restore-id"); the executor's agreement check allows exactly these.
-    rolled_later: tuple[str, ...] = ()
+    # Replicas whose files hold another id, left for the restart steps that follow (candidate
+    # "restore-id"); the executor's agreement check allows exactly these.
+    rolled_later: tuple[ReplicaRef, ...] = ()
     predicted: Prediction = field(default_factory=Prediction)
     # No id to write (ZooKeeper lost it before any replica wrote partition.metadata): only the
     # controller election, whose new controller mints an id every replica takes. `topic_id`
@@ -199,12 +235,12 @@ class RestoreStep:
             "znode_version": self.znode_version,
             "reelect": self.reelect,
             "reason": self.reason,
-            "partitions": list(self.partitions),
+            "partitions": names(self.partitions),
             "files": [],
             "actions": list(self.actions),
             "impact": list(self.impact),
             "playbook": self.playbook,
-            "rolled_later": list(self.rolled_later),
+            "rolled_later": [str(r) for r in self.rolled_later],
             "predicted": self.predicted.to_json(),
             "mint": self.mint,
         }
@@ -233,8 +269,8 @@ class Plan:
     # The repairs weighed (plan/availability.py) and the partitions the chosen one makes
     # unavailable that are available now, with their phases: what the approval accepts.
     candidates: tuple[Candidate, ...] = ()
-    newly_unavailable: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    unavailable_now: tuple[str, ...] = ()
+    newly_unavailable: Mapping[TopicPartition, tuple[str, ...]] = field(default_factory=dict)
+    unavailable_now: tuple[TopicPartition, ...] = ()
     digest: str = field(default="", compare=False)
 
     @property
@@ -273,8 +309,8 @@ class Plan:
             "notes": list(self.notes),
             "gates": {name: dict(values) for name, values in sorted(self.gates.items())},
             "candidates": [c.to_json() for c in self.candidates],
-            "newly_unavailable": {p: list(w) for p, w in sorted(self.newly_unavailable.items())},
-            "unavailable_now": list(self.unavailable_now),
+            "newly_unavailable": _phases_to_json(self.newly_unavailable),
+            "unavailable_now": names(self.unavailable_now),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -311,20 +347,20 @@ def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
             znode_version=int(s["znode_version"]),
             reelect=bool(s["reelect"]),
             reason=str(s["reason"]),
-            partitions=tuple(s["partitions"]),
-            actions=tuple(s["actions"]),
+            partitions=partitions_from_json(s["partitions"]),
+            actions=_actions_from_json(s["actions"]),
             impact=tuple(s["impact"]),
             playbook=str(s["playbook"]),
-            rolled_later=tuple(s.get("rolled_later", ())),
+            rolled_later=tuple(ReplicaRef.parse(str(r)) for r in s.get("rolled_later", ())),
             predicted=Prediction.from_json(s.get("predicted")),
             mint=bool(s.get("mint", False)),
         )
     return RestartStep(
         broker=int(s["broker"]),
         reason=str(s["reason"]),
-        partitions=tuple(s["partitions"]),
+        partitions=partitions_from_json(s["partitions"]),
         files=tuple(s["files"]),
-        actions=tuple(s["actions"]),
+        actions=_actions_from_json(s["actions"]),
         impact=tuple(s["impact"]),
         is_controller=bool(s["is_controller"]),
         order_reason=str(s.get("order_reason", "")),
@@ -350,9 +386,7 @@ def plan_from_json(document: Mapping[str, Any]) -> Plan:
         notes=tuple(document.get("notes", ())),
         gates=dict(document.get("gates", {})),
         candidates=tuple(Candidate.from_json(c) for c in document.get("candidates", ())),
-        newly_unavailable={
-            str(p): tuple(w) for p, w in dict(document.get("newly_unavailable", {})).items()
-        },
-        unavailable_now=tuple(document.get("unavailable_now", ())),
+        newly_unavailable=_phases_from_json(document.get("newly_unavailable", {})),
+        unavailable_now=partitions_from_json(document.get("unavailable_now", ())),
     )
     return with_digest(plan)

@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import permutations
 
-from remediate.gates import partition_name
-from remediate.plan.availability import Action, Model, Restart, Timeline, harm, simulate
+from remediate.plan.availability import Model, Operation, Restart, Timeline, harm, simulate
 from remediate.state import TopicPartition
 
 # Orders tried exhaustively up to this many (partition x order) simulations.
@@ -45,7 +44,7 @@ def stale_partitions(model: Model) -> dict[TopicPartition, frozenset[int]]:
 
 
 def _names(tps: Sequence[TopicPartition]) -> str:
-    shown = ", ".join(partition_name(tp) for tp in tps[:4])
+    shown = ", ".join(str(tp) for tp in tps[:4])
     return shown + (f" and {len(tps) - 4} more" if len(tps) > 4 else "")
 
 
@@ -73,7 +72,7 @@ def order_restarts(
     brokers: Sequence[int],
     cleared: Mapping[int, frozenset[TopicPartition]],
     *,
-    before: Sequence[Action] = (),
+    before: Sequence[Operation] = (),
 ) -> Order:
     """The order of `brokers`' restarts (each deleting the files of `cleared[broker]`),
     after the actions `before` (the plan's restores). The timeline covers both."""

@@ -19,8 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from remediate.formats.logdir import PARTITION_METADATA
-from remediate.gates import partition_name
-from remediate.plan.availability import Action, Model, Restore, Timeline, build_model, harm
+from remediate.plan.availability import Model, Operation, Restore, Timeline, build_model, harm
 from remediate.plan.candidates import KEEP, RESTORE, Split, split
 from remediate.plan.fingerprint import FileKey, Fingerprint
 from remediate.plan.model import (
@@ -53,7 +52,7 @@ from remediate.plan.restore import (
 from remediate.playbook import Playbook
 from remediate.scan.kinds import MISMATCH_KINDS, FindingKind
 from remediate.scan.report import Finding
-from remediate.state import ClusterState, TopicPartition
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 DEFAULT_OPTIONS = PlanOptions()
 
@@ -120,44 +119,40 @@ class _Built:
 
 
 def _cleared(step: RestartStep) -> frozenset[TopicPartition]:
-    """The partitions whose partition.metadata the step deletes."""
+    """The partitions whose partition.metadata the step deletes (its files are its
+    partitions' files, made by replica_file)."""
     suffix = f"/{PARTITION_METADATA}"
-    names = {path.rsplit("/", 2)[-2] for path in step.files if path.endswith(suffix)}
-    found = set()
-    for name in names:
-        topic, _, number = name.rpartition("-")
-        if number.isdigit():
-            found.add((topic, int(number)))
-    return frozenset(found)
+    directories = {path.rsplit("/", 2)[-2] for path in step.files if path.endswith(suffix)}
+    return frozenset(tp for tp in step.partitions if str(tp) in directories)
 
 
 def _prediction(phase_index: int, timeline: Timeline) -> Prediction:
     if phase_index >= len(timeline.phases):
         return Prediction()
     phase = timeline.phases[phase_index]
-
-    def names(tps: Iterable[TopicPartition]) -> tuple[str, ...]:
-        return tuple(partition_name(tp) for tp in sorted(tps))
-
     return Prediction(
-        during=names(phase.during),
-        after=names(phase.after),
-        out_of_isr_after=names(phase.out_of_isr_after),
-        last_in_isr=names(phase.last_in_isr),
+        during=tuple(sorted(phase.during)),
+        after=tuple(sorted(phase.after)),
+        out_of_isr_after=tuple(sorted(phase.out_of_isr_after)),
+        last_in_isr=tuple(sorted(phase.last_in_isr)),
     )
 
 
 def _rolled_findings(splits: Sequence[Split], findings: Sequence[Finding]) -> list[Finding]:
-    rolled = {(s.topic, p, b) for s in splits for p, b in s.rolled}
+    rolled = {r for s in splits for r in s.rolled}
     return [
         f
         for f in findings
-        if f.kind == FindingKind.OK and (f.topic, f.partition, f.broker) in rolled
+        if f.kind == FindingKind.OK
+        and f.topic is not None
+        and f.partition is not None
+        and f.broker is not None
+        and ReplicaRef(f.broker, TopicPartition(f.topic, f.partition)) in rolled
     ]
 
 
 def _roll_reason(step: RestartStep, splits: Sequence[Split]) -> str:
-    mine = [partition_name((s.topic, p)) for s in splits for p, b in s.rolled if b == step.broker]
+    mine = [str(r.partition) for s in splits for r in s.rolled if r.broker == step.broker]
     if not mine:
         return step.reason
     ids = "; ".join(f"{s.topic}: {s.zk_id} until the restore writes {s.other_id}" for s in splits)
@@ -181,14 +176,14 @@ def _restore_with_roll(s: Split, state: ClusterState, restore: Playbook) -> Rest
             f" once every partition whose replicas all hold it; the {len(s.rolled)} others are"
             " rolled by the restart steps that follow"
         ),
-        partitions=tuple(partition_name((s.topic, p)) for p in sorted(topic.assignment.partitions)),
-        actions=tuple(str(step) for step in restore.steps),
+        partitions=tuple(TopicPartition(s.topic, p) for p in sorted(topic.assignment.partitions)),
+        actions=tuple(step.action for step in restore.steps),
         impact=(
             "one controller election: every broker receives LeaderAndIsr again;"
             f" the replicas holding {s.zk_id} reject it until their broker is rolled",
         ),
         playbook=restore.name,
-        rolled_later=s.rolled_names,
+        rolled_later=s.rolled,
     )
 
 
@@ -224,7 +219,7 @@ def _build(
     if name == RESTORE and options.restore_only:
         skipped += [(s.broker, "restore phase only (--restore-only)") for s in restarts]
         restarts = []
-    before: list[Action] = [Restore(s.topic, s.topic_id) for s in chosen_restores]
+    before: list[Operation] = [Restore(s.topic, s.topic_id) for s in chosen_restores]
     cleared = {step.broker: _cleared(step) for step in restarts}
     order = order_restarts(c.model, [s.broker for s in restarts], cleared, before=before)
     by_broker = {s.broker: s for s in restarts}
@@ -344,9 +339,7 @@ def make_plan(
             },
             candidates=candidates if len(candidates) > 1 else (),
             newly_unavailable=timeline.newly_unavailable() if steps else {},
-            unavailable_now=tuple(partition_name(tp) for tp in sorted(timeline.unavailable_now))
-            if steps
-            else (),
+            unavailable_now=tuple(sorted(timeline.unavailable_now)) if steps else (),
         )
     )
 
@@ -363,7 +356,7 @@ def _model_notes(timeline: Timeline, options: PlanOptions, *, restarting: bool) 
     if restarting and not timeline.converged and not options.restore_only:
         notes.append(
             "the model does not predict convergence after the last step for "
-            + ", ".join(partition_name(tp) for tp in timeline.unconverged[:6])
+            + ", ".join(str(tp) for tp in timeline.unconverged[:6])
             + (" and more" if len(timeline.unconverged) > 6 else "")
             + "; plan again after this run"
         )

@@ -13,7 +13,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from remediate.gates import (
     offline_blocker,
-    partition_name,
     registration_blocker,
     restart_blocker,
 )
@@ -42,7 +41,7 @@ def _stale_holders(findings: Iterable[Finding]) -> dict[TopicPartition, set[int]
             and f.partition is not None
             and f.broker is not None
         ):
-            stale.setdefault((f.topic, f.partition), set()).add(f.broker)
+            stale.setdefault(TopicPartition(f.topic, f.partition), set()).add(f.broker)
     return stale
 
 
@@ -71,7 +70,7 @@ _REASONS = (
 def _step_reason(broker_findings: Sequence[Finding], zk_ids: Mapping[str, str | None]) -> str:
     by_kind: dict[FindingKind, list[str]] = {}
     for f in broker_findings:
-        by_kind.setdefault(f.kind, []).append(partition_name((f.topic or "", f.partition or 0)))
+        by_kind.setdefault(f.kind, []).append(str(TopicPartition(f.topic or "", f.partition or 0)))
     parts = []
     for kind, text in _REASONS:
         names = by_kind.pop(kind, [])
@@ -161,14 +160,15 @@ def restart_step(
         partitions=tuple(
             sorted(
                 {
-                    partition_name((f.topic, f.partition))
+                    TopicPartition(f.topic, f.partition)
                     for f in chosen
                     if f.topic is not None and f.partition is not None
-                }
+                },
+                key=str,
             )
         ),
         files=tuple(sorted({path for f in chosen for path in replica_files(f, playbook)})),
-        actions=tuple(str(s) for s in playbook.steps),
+        actions=tuple(s.action for s in playbook.steps),
         impact=tuple(_impact(state, broker, options.min_isr_default)),
         is_controller=broker == state.controller_id,
     )
@@ -181,9 +181,9 @@ def _impact(state: ClusterState, broker: int, min_isr_default: int) -> list[str]
         partition = state.partitions.get(tp)
         if partition is None or broker not in partition.isr:
             continue
-        min_isr = state.min_insync_replicas(tp[0], min_isr_default)
+        min_isr = state.min_insync_replicas(tp.topic, min_isr_default)
         size = len(partition.isr)
-        lines.append(f"{partition_name(tp)}: isr {size} -> {size - 1} (min {min_isr})")
+        lines.append(f"{tp}: isr {size} -> {size - 1} (min {min_isr})")
     return lines
 
 
@@ -227,7 +227,7 @@ def restart_refusals(
             for tp, (isr, min_isr) in sorted(phase.below_min.items()):
                 if tp in stale:
                     blocker = (
-                        f"{partition_name(tp)} has exactly min.insync.replicas={min_isr} in sync"
+                        f"{tp} has exactly min.insync.replicas={min_isr} in sync"
                         f" (isr {list(isr)}); restarting broker {step.broker} would take it below"
                     )
                     break

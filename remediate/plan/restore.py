@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from remediate.gates import partition_name
 from remediate.plan.model import PlanOptions, RestartStep, RestoreStep
-from remediate.playbook import Playbook
+from remediate.playbook import Action, Playbook
 from remediate.scan.kinds import ID_KINDS, FindingKind
 from remediate.scan.report import Finding
-from remediate.state import ClusterState
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 _WHY = {
     FindingKind.METADATA_CORRUPT: "has a partition.metadata Kafka cannot read",
@@ -41,20 +40,21 @@ class Agreement:
 
 
 def _show(replicas: Sequence[tuple[int, int]], topic: str) -> str:
-    shown = ", ".join(f"{topic}-{p} on broker {b}" for p, b in sorted(replicas)[:4])
+    shown = ", ".join(str(ReplicaRef(b, TopicPartition(topic, p))) for p, b in sorted(replicas)[:4])
     return shown + (f" and {len(replicas) - 4} more" if len(replicas) > 4 else "")
 
 
-Replica = tuple[int, int]
+# One replica of the topic at hand: (partition, broker).
+ReplicaKey = tuple[int, int]
 
 
 def _replica_ids(
-    topic: str, assigned: set[Replica], findings: Iterable[Finding]
-) -> tuple[dict[Replica, set[str]], set[Replica], dict[FindingKind, list[Replica]]]:
+    topic: str, assigned: set[ReplicaKey], findings: Iterable[Finding]
+) -> tuple[dict[ReplicaKey, set[str]], set[ReplicaKey], dict[FindingKind, list[ReplicaKey]]]:
     """(ids per replica, replicas without a file, replicas per problem kind)."""
-    ids: dict[Replica, set[str]] = {}
-    no_file: set[Replica] = set()
-    problems: dict[FindingKind, list[Replica]] = {}
+    ids: dict[ReplicaKey, set[str]] = {}
+    no_file: set[ReplicaKey] = set()
+    problems: dict[FindingKind, list[ReplicaKey]] = {}
     for f in findings:
         if f.topic != topic or f.partition is None or f.broker is None:
             continue
@@ -155,7 +155,7 @@ def restore_steps(
             continue
         reelect = zk_id is not None
         partitions = tuple(
-            partition_name((topic, p)) for p in sorted(state.topics[topic].assignment.partitions)
+            TopicPartition(topic, p) for p in sorted(state.topics[topic].assignment.partitions)
         )
         if reelect:
             reason = (
@@ -175,9 +175,9 @@ def restore_steps(
             )
             impact = ("none: one znode write",)
         actions = tuple(
-            str(step)
+            step.action
             for step in restore.steps
-            if reelect or str(step) != "zk-write controller-election"
+            if reelect or step.action != Action.ZK_WRITE_CONTROLLER_ELECTION
         )
         steps.append(
             RestoreStep(
@@ -230,11 +230,11 @@ def mint_steps(
                     " the new one mints an id that every replica takes; no broker restarts"
                 ),
                 partitions=tuple(
-                    partition_name((topic, p))
+                    TopicPartition(topic, p)
                     for p in sorted(state.topics[topic].assignment.partitions)
                 ),
                 actions=tuple(
-                    str(step) for step in restore.steps if str(step) != "zk-write topic-id"
+                    step.action for step in restore.steps if step.action != Action.ZK_WRITE_TOPIC_ID
                 ),
                 impact=(
                     "one controller election: every broker receives LeaderAndIsr again;"
@@ -248,7 +248,7 @@ def mint_steps(
 
 
 def is_restore_playbook(playbook: Playbook) -> bool:
-    return any(step.verb == "zk-write" for step in playbook.steps)
+    return any(step.verb == Action.ZK_WRITE_TOPIC_ID.verb for step in playbook.steps)
 
 
 def restore_refusals(

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from remediate.execute.journal import STEP_EVENTS, JournalEvent
 from remediate.execute.steps import StepKey
 
 BEFORE = "before"
@@ -82,7 +83,7 @@ def step_windows(records: Iterable[Mapping[str, Any]]) -> list[Window]:
     positions in the journal."""
     spans: dict[int, list[int]] = {}
     for position, record in enumerate(records):
-        if record.get("event") not in ("step-started", "step-finished", "step-failed"):
+        if record.get("event") not in STEP_EVENTS:
             continue
         try:
             key = StepKey.parse(str(record.get("step", "")))
@@ -111,7 +112,7 @@ def observed_phases(records: Sequence[Mapping[str, Any]]) -> dict[str, list[str]
     windows = step_windows(records)
     found: dict[str, list[str]] = {}
     for position, record in enumerate(records):
-        if record.get("event") != "sample":
+        if record.get("event") != JournalEvent.SAMPLE:
             continue
         names = _names(record.get("offline_partitions")) + _names(
             record.get("below_min_isr_partitions")

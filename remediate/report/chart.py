@@ -19,6 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from remediate.execute.journal import JournalEvent
 from remediate.report.model import FAILED, IN_FLIGHT
 from remediate.report.timeline import PHASE_ORDER, STOPPED, HealthPoint, Span, Timeline
 
@@ -39,9 +40,9 @@ COLOURS = {
 OTHER = "#bbbbbb"
 LineStyle = Literal["-", "--", "-.", ":"]
 MARKER_STYLE: dict[str, tuple[str, LineStyle, str]] = {
-    "run-halted": ("#c0392b", "--", "halted"),
-    "run-resumed": ("#009e73", "-.", "resumed"),
-    "checked": ("#555555", ":", "scan after the run"),
+    JournalEvent.RUN_HALTED: ("#c0392b", "--", "halted"),
+    JournalEvent.RUN_RESUMED: ("#009e73", "-.", "resumed"),
+    JournalEvent.CHECKED: ("#555555", ":", "scan after the run"),
 }
 WIDTH_IN = 11.0
 ROW_IN = 0.5

@@ -12,23 +12,23 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from remediate.execute.journal import replay
+from remediate.execute.journal import JournalEvent, replay
 from remediate.execute.steps import StepKey
 from remediate.report.availability import PartitionAvailability, availability
 
 # Run-level events shown in the report's event list (steps, gates and samples have their own).
 RUN_EVENTS = frozenset(
     {
-        "run-started",
-        "approved",
-        "run-halted",
-        "run-refused",
-        "run-resumed",
-        "run-completed",
-        "rollback-started",
-        "rollback-restored",
-        "rollback-finished",
-        "checked",
+        JournalEvent.RUN_STARTED,
+        JournalEvent.APPROVED,
+        JournalEvent.RUN_HALTED,
+        JournalEvent.RUN_REFUSED,
+        JournalEvent.RUN_RESUMED,
+        JournalEvent.RUN_COMPLETED,
+        JournalEvent.ROLLBACK_STARTED,
+        JournalEvent.ROLLBACK_RESTORED,
+        JournalEvent.ROLLBACK_FINISHED,
+        JournalEvent.CHECKED,
     }
 )
 
@@ -59,7 +59,7 @@ class PlannedStep:
 
 
 @dataclass(frozen=True)
-class Action:
+class Attempt:
     """One attempt at one action: a step-started record and what closed it, if anything."""
 
     key: str  # the executor's step key, e.g. "0:broker-3:stop"
@@ -78,6 +78,14 @@ class Action:
     @property
     def duration_s(self) -> float | None:
         return None if self.ended_ts is None else max(0.0, self.ended_ts - self.started_ts)
+
+    @property
+    def rollback(self) -> bool:
+        """An action of a rollback of the run."""
+        try:
+            return StepKey.parse(self.key).rollback
+        except ValueError:
+            return False
 
 
 @dataclass(frozen=True)
@@ -174,7 +182,7 @@ class RunReport:
     refusals: tuple[str, ...]
     plan_notes: tuple[str, ...]
     brokers: tuple[int, ...]
-    actions: tuple[Action, ...]
+    actions: tuple[Attempt, ...]
     gates: tuple[GateDecision, ...]
     notes: tuple[Note, ...]
     backups: tuple[Backup, ...]
@@ -195,7 +203,7 @@ class RunReport:
         return self.digest is not None and self.digest == self.journal_digest
 
     @property
-    def verified(self) -> tuple[Action, ...]:
+    def verified(self) -> tuple[Attempt, ...]:
         """The finished verify actions: the run's own after-check, target by target."""
         return tuple(
             a for a in self.actions if a.name.startswith("verify") and a.outcome == FINISHED
@@ -206,7 +214,7 @@ def build_report(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) 
     """The report of one run from its journal records (in order) and its plan.json."""
     progress = replay(records)  # raises JournalError on an empty journal
     first, last = records[0], records[-1]
-    started = next((r for r in records if r.get("event") == "run-started"), first)
+    started = next((r for r in records if r.get("event") == JournalEvent.RUN_STARTED), first)
     return RunReport(
         run_id=progress.run_id,
         cluster=str(plan.get("cluster", "")),
@@ -225,7 +233,7 @@ def build_report(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) 
         approvals=tuple(
             Approval(str(r.get("approved_by", "")), str(r.get("time", "")), _str(r.get("digest")))
             for r in records
-            if r.get("event") == "approved"
+            if r.get("event") == JournalEvent.APPROVED
         ),
         steps=planned_steps(plan),
         skipped=tuple(
@@ -246,18 +254,24 @@ def build_report(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) 
                 decision=_str(r.get("decision")),
             )
             for r in records
-            if r.get("event") == "gate"
+            if r.get("event") == JournalEvent.GATE
         ),
         notes=tuple(
             Note(str(r.get("time", "")), str(r.get("step", "")), _note_text(r))
             for r in records
-            if r.get("event") in ("note", "retry", "zookeeper")
+            if r.get("event")
+            in (
+                JournalEvent.NOTE,
+                JournalEvent.RETRY,
+                JournalEvent.ZOOKEEPER,
+                JournalEvent.STEP_SKIPPED,
+            )
         ),
         backups=backups(records),
         deleted=tuple(
             str(path)
             for r in records
-            if r.get("event") == "step-finished" and isinstance(r.get("result"), Mapping)
+            if r.get("event") == JournalEvent.STEP_FINISHED and isinstance(r.get("result"), Mapping)
             for path in _list(r["result"].get("deleted")) + _list(r["result"].get("already_gone"))
         ),
         samples=samples(records),
@@ -310,27 +324,27 @@ def split_key(key: str) -> tuple[int, str, str]:
     return index, parsed.target, parsed.action
 
 
-def actions(records: Sequence[Mapping[str, Any]]) -> tuple[Action, ...]:
+def actions(records: Sequence[Mapping[str, Any]]) -> tuple[Attempt, ...]:
     """Every attempt of every action, in the order they were started.
 
     A step-started opens an attempt; the next step-finished or step-failed of the same key
     closes it. An attempt never closed was in flight when the journal ends (a crash, or a run
     still going); a resumed run starts it again as a new attempt.
     """
-    found: list[Action] = []
+    found: list[Attempt] = []
     open_at: dict[str, int] = {}
     for record in records:
         event = record.get("event")
         key = record.get("step")
         if not isinstance(key, str):
             continue
-        if event == "step-started":
+        if event == JournalEvent.STEP_STARTED:
             index, target, name = split_key(key)
             if key in open_at:  # started again without an end: the earlier attempt died
                 found[open_at[key]] = _close(found[open_at[key]], None, IN_FLIGHT, None, None)
             open_at[key] = len(found)
             found.append(
-                Action(
+                Attempt(
                     key=key,
                     step=index,
                     target=target,
@@ -345,13 +359,13 @@ def actions(records: Sequence[Mapping[str, Any]]) -> tuple[Action, ...]:
                     result=MappingProxyType({}),
                 )
             )
-        elif event in ("step-finished", "step-failed") and key in open_at:
+        elif event in (JournalEvent.STEP_FINISHED, JournalEvent.STEP_FAILED) and key in open_at:
             position = open_at.pop(key)
             result = record.get("result")
             found[position] = _close(
                 found[position],
                 record,
-                FINISHED if event == "step-finished" else FAILED,
+                FINISHED if event == JournalEvent.STEP_FINISHED else FAILED,
                 _str(record.get("error")),
                 result if isinstance(result, Mapping) else None,
             )
@@ -359,13 +373,13 @@ def actions(records: Sequence[Mapping[str, Any]]) -> tuple[Action, ...]:
 
 
 def _close(
-    action: Action,
+    action: Attempt,
     record: Mapping[str, Any] | None,
     outcome: str,
     error: str | None,
     result: Mapping[str, Any] | None,
-) -> Action:
-    return Action(
+) -> Attempt:
+    return Attempt(
         key=action.key,
         step=action.step,
         target=action.target,
@@ -386,7 +400,7 @@ def backups(records: Sequence[Mapping[str, Any]]) -> tuple[Backup, ...]:
     found = []
     for record in records:
         result = record.get("result")
-        if record.get("event") != "step-finished" or not isinstance(result, Mapping):
+        if record.get("event") != JournalEvent.STEP_FINISHED or not isinstance(result, Mapping):
             continue
         backup = result.get("backup")
         if not isinstance(backup, Mapping):
@@ -423,7 +437,7 @@ def samples(records: Sequence[Mapping[str, Any]]) -> tuple[HealthSample, ...]:
             brokers=tuple(b for b in (_int(x) for x in _list(r.get("brokers"))) if b is not None),
         )
         for r in records
-        if r.get("event") == "sample"
+        if r.get("event") == JournalEvent.SAMPLE
     )
 
 
@@ -442,7 +456,7 @@ def _brokers(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) -> t
 
 
 def _check(records: Sequence[Mapping[str, Any]]) -> Check | None:
-    checks = [r for r in records if r.get("event") == "checked"]
+    checks = [r for r in records if r.get("event") == JournalEvent.CHECKED]
     if not checks:
         return None
     last = checks[-1]
@@ -460,9 +474,11 @@ def _check(records: Sequence[Mapping[str, Any]]) -> Check | None:
 def _note_text(record: Mapping[str, Any]) -> str:
     if record.get("decision"):
         return str(record["decision"])
-    if record.get("event") == "zookeeper":
+    if record.get("event") == JournalEvent.ZOOKEEPER:
         return f"the operator's ZooKeeper session: {record.get('session')}"
-    if record.get("event") == "retry":
+    if record.get("event") == JournalEvent.STEP_SKIPPED:
+        return f"not carried out: {record.get('reason')}"
+    if record.get("event") == JournalEvent.RETRY:
         return (
             f"retried {record.get('what')} (attempt {record.get('attempt')}): {record.get('error')}"
         )
@@ -474,19 +490,19 @@ def _note_text(record: Mapping[str, Any]) -> str:
 
 def _event_detail(record: Mapping[str, Any]) -> str:
     event = record.get("event")
-    if event == "run-started":
+    if event == JournalEvent.RUN_STARTED:
         return f"on {record.get('host')} (pid {record.get('pid')})"
-    if event == "approved":
+    if event == JournalEvent.APPROVED:
         return f"by {record.get('approved_by')}"
-    if event == "run-resumed":
+    if event == JournalEvent.RUN_RESUMED:
         return f"by {record.get('by')}"
-    if event in ("run-halted", "run-refused"):
+    if event in (JournalEvent.RUN_HALTED, JournalEvent.RUN_REFUSED):
         return str(record.get("error", ""))
-    if event == "checked":
+    if event == JournalEvent.CHECKED:
         return f"{record.get('summary', record.get('status', ''))}"
-    if event == "rollback-restored":
+    if event == JournalEvent.ROLLBACK_RESTORED:
         return f"{len(_list(record.get('restored')))} file(s) put back ({record.get('step')})"
-    if event in ("rollback-started", "rollback-finished"):
+    if event in (JournalEvent.ROLLBACK_STARTED, JournalEvent.ROLLBACK_FINISHED):
         return f"broker {record.get('broker')}"
     return ""
 

@@ -10,25 +10,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
-from remediate.execute import steps
-from remediate.report.model import FAILED, FINISHED, IN_FLIGHT, Action, RunReport
+from remediate.execute.journal import JournalEvent, RunStatus
+from remediate.execute.steps import Decision, RunAction
+from remediate.playbook import Action
+from remediate.report.model import FAILED, FINISHED, IN_FLIGHT, Attempt, RunReport
 
 # Action name (as in the playbook and the step key) -> the phase the picture shows. Registration
 # is part of starting: the broker is not back until ZooKeeper lists it.
-PHASES = {
-    steps.GATE_RESTART_SAFETY: "gate",
-    steps.GATE_AGREEMENT: "gate",
-    steps.STOP: "stopping",
-    steps.BACKUP: "backing up",
-    steps.DELETE: "deleting",
-    steps.START: "starting",
-    steps.WAIT_REGISTERED: "starting",
-    steps.WAIT_IN_SYNC: "waiting for ISR",
-    steps.VERIFY_TOPIC_IDS: "verifying",
-    steps.CONVERGE: "waiting for ISR",
-    steps.ZK_WRITE_TOPIC_ID: "writing ZooKeeper",
-    steps.ZK_WRITE_CONTROLLER_ELECTION: "controller election",
-    steps.ROLLBACK: "rolling back",
+PHASES: dict[str, str] = {
+    Action.GATE_RESTART_SAFETY: "gate",
+    Action.GATE_AGREEMENT: "gate",
+    Action.STOP: "stopping",
+    Action.BACKUP: "backing up",
+    Action.DELETE: "deleting",
+    Action.START: "starting",
+    Action.WAIT_REGISTERED: "starting",
+    Action.WAIT_IN_SYNC: "waiting for ISR",
+    Action.VERIFY_TOPIC_IDS: "verifying",
+    RunAction.CONVERGE: "waiting for ISR",
+    Action.ZK_WRITE_TOPIC_ID: "writing ZooKeeper",
+    Action.ZK_WRITE_CONTROLLER_ELECTION: "controller election",
+    RunAction.RESTORE_BACKUP: "rolling back",
+    Decision.ROLLBACK: "rolling back",
 }
 # Drawn under the action bars: from the broker's stop until it is registered again.
 STOPPED = "stopped"
@@ -47,7 +50,7 @@ PHASE_ORDER = (
     "rolling back",
 )
 # Actions after which a stopped broker is back (the last one present in the run counts).
-_BACK = (steps.WAIT_REGISTERED, steps.START)
+_BACK = (Action.WAIT_REGISTERED, Action.START)
 # The executor samples about once a second while it waits, and not between waits: a longer
 # gap is drawn as unknown rather than as the last count held.
 SAMPLE_GAP_S = 3.0
@@ -119,7 +122,7 @@ def timeline(report: RunReport) -> Timeline:
         markers=tuple(
             Marker(e.ts - origin, e.event, e.detail)
             for e in report.events
-            if e.event in ("run-halted", "run-resumed", "checked")
+            if e.event in (JournalEvent.RUN_HALTED, JournalEvent.RUN_RESUMED, JournalEvent.CHECKED)
         ),
         length=report.duration_s,
     )
@@ -130,7 +133,7 @@ def unsampled(health: tuple[HealthPoint, ...]) -> tuple[tuple[float, float], ...
     return tuple((a.at, b.at) for a, b in pairwise(health) if b.at - a.at > SAMPLE_GAP_S)
 
 
-def action_spans(actions: Iterable[Action], origin: float, end: float) -> list[Span]:
+def action_spans(actions: Iterable[Attempt], origin: float, end: float) -> list[Span]:
     """One span per attempt; an attempt still open runs to the end of the journal."""
     return [
         Span(
@@ -145,7 +148,7 @@ def action_spans(actions: Iterable[Action], origin: float, end: float) -> list[S
     ]
 
 
-def stopped_spans(actions: Iterable[Action], origin: float, end: float) -> list[Span]:
+def stopped_spans(actions: Iterable[Attempt], origin: float, end: float) -> list[Span]:
     """When each broker was down: from its stop finishing until it was back (registered, or
     started where the playbook does not wait for registration), or the journal's end."""
     spans: list[Span] = []
@@ -154,7 +157,7 @@ def stopped_spans(actions: Iterable[Action], origin: float, end: float) -> list[
     # A run that waits for registration is back only then, even if that wait never finished.
     back_names = {a.target: next((n for n in _BACK if _has(every, a.target, n)), "") for a in every}
     for action in (a for a in every if a.outcome == FINISHED):
-        if action.name == "stop" and action.ended_ts is not None:
+        if action.name == Action.STOP and action.ended_ts is not None:
             down_since.setdefault(action.target, (action.ended_ts, action.key))
         elif action.name == back_names.get(action.target) and action.target in down_since:
             since, key = down_since.pop(action.target)
@@ -175,22 +178,24 @@ def stopped_spans(actions: Iterable[Action], origin: float, end: float) -> list[
 
 
 def rollback_spans(report: RunReport, origin: float) -> list[Span]:
-    """rollback-started .. rollback-finished per broker (rollback journals no step records)."""
+    """rollback-started .. rollback-finished per broker, for a journal whose rollback has no
+    step records of its own (written before a rollback's actions were journaled one by one:
+    those are drawn as actions)."""
+    if any(a.rollback for a in report.actions):
+        return []
     spans: list[Span] = []
     open_since: dict[str, float] = {}
     for event in report.events:
-        if not event.event.startswith("rollback-") or event.event == "rollback-restored":
-            continue
         row = event.detail  # "broker N"
-        if event.event == "rollback-started":
+        if event.event == JournalEvent.ROLLBACK_STARTED:
             open_since[row] = event.ts
-        elif row in open_since:
+        elif event.event == JournalEvent.ROLLBACK_FINISHED and row in open_since:
             start = open_since.pop(row)
             spans.append(
                 Span(row, "rolling back", start - origin, event.ts - origin, FINISHED, "rollback")
             )
     for row, start in open_since.items():
-        outcome = FAILED if report.status != "running" else IN_FLIGHT
+        outcome = FAILED if report.status != RunStatus.RUNNING else IN_FLIGHT
         spans.append(
             Span(row, "rolling back", start - origin, report.ended_ts - origin, outcome, "rollback")
         )
@@ -210,5 +215,5 @@ def rows(report: RunReport, spans: Iterable[Span]) -> tuple[str, ...]:
     return tuple(sorted(names, key=order))
 
 
-def _has(actions: Iterable[Action], target: str, name: str) -> bool:
+def _has(actions: Iterable[Attempt], target: str, name: str) -> bool:
     return any(a.target == target and a.name == name for a in actions)

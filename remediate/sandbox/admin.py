@@ -5,6 +5,8 @@
 - `add_partitions`: `legacy=True` is the pre-2.8 `kafka-topics.sh --zookeeper --alter
   --partitions`: the znode is rewritten as version 1 and the topic id is dropped.
 - `failover_controller`: delete `/controller`, as operators do to move the controller.
+- `alter_replica_log_dirs`, `describe_log_dirs`, `alter_partition_reassignments`: Kafka's
+  admin requests of the same names, to the emulated brokers over the sandbox's wire.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -22,20 +25,21 @@ from remediate.formats.logdir import validate_topic_name
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import (
     BROKER_IDS,
-    CONFIG_CHANGES,
     CONTROLLER,
     CONTROLLER_EPOCH,
     TopicAssignment,
+    broker_path,
+    decode_broker,
     decode_controller,
     decode_controller_epoch,
     decode_topic,
-    encode_config_change,
     encode_topic,
     encode_topic_config,
     encode_topic_legacy,
     topic_config_path,
     topic_path,
 )
+from remediate.sandbox import wire
 
 
 def _replica_index(first: int, shift: int, replica: int, count: int) -> int:
@@ -107,16 +111,6 @@ def create_topic(
         data = encode_topic(result)
     zk.create(topic_path(topic), data, makepath=True)
     return result
-
-
-def set_topic_config(zk: KazooClient, topic: str, config: Mapping[str, str]) -> None:
-    zk.set(topic_config_path(topic), encode_topic_config(config))
-    zk.create(
-        f"{CONFIG_CHANGES}/config_change_",
-        encode_config_change(f"topics/{topic}"),
-        sequence=True,
-        makepath=True,
-    )
 
 
 def read_topic(zk: KazooClient, topic: str) -> tuple[TopicAssignment, int]:
@@ -199,3 +193,71 @@ def failover_controller(
     raise SandboxError(
         f"no controller was elected within {timeout:.0f}s after deleting {CONTROLLER}"
     )
+
+
+# -- moving replicas between log dirs, and reassignments (the sandbox's wire) ------------------
+
+
+def broker_endpoint(zk: KazooClient, broker_id: int) -> tuple[str, int]:
+    try:
+        data, _ = zk.get(broker_path(broker_id))
+    except NoNodeError:
+        raise SandboxError(f"broker {broker_id} is not registered") from None
+    endpoint = decode_broker(broker_id, data, source=broker_path(broker_id)).endpoint()
+    if endpoint is None:
+        raise SandboxError(f"broker {broker_id} has no endpoint")
+    return endpoint.host, endpoint.port
+
+
+def alter_replica_log_dirs(
+    zk: KazooClient, moves: Mapping[tuple[str, int, int], str]
+) -> dict[tuple[str, int, int], int]:
+    """Move replicas (topic, partition, broker) to a log dir of their broker; each broker's
+    answer per replica (a Kafka error code, 0 for none)."""
+    by_broker: dict[int, dict[str, list[list[Any]]]] = {}
+    for (topic, partition, broker), destination in moves.items():
+        by_broker.setdefault(broker, {}).setdefault(destination, []).append([topic, partition])
+    answers: dict[tuple[str, int, int], int] = {}
+    for broker, dirs in sorted(by_broker.items()):
+        host, port = broker_endpoint(zk, broker)
+        response = wire.call_once(
+            host,
+            port,
+            {
+                "api": "AlterReplicaLogDirs",
+                "dirs": [{"path": d, "partitions": tps} for d, tps in dirs.items()],
+            },
+        )
+        for result in response.get("results", []):
+            answers[(result["topic"], result["partition"], broker)] = int(result["error"])
+    return answers
+
+
+def describe_log_dirs(zk: KazooClient, broker_id: int) -> list[dict[str, Any]]:
+    """The broker's online log dirs, each with its replicas (`future` for a move's copy)."""
+    host, port = broker_endpoint(zk, broker_id)
+    response = wire.call_once(host, port, {"api": "DescribeLogDirs"})
+    return list(response["log_dirs"])
+
+
+def alter_partition_reassignments(
+    zk: KazooClient, reassignments: Mapping[tuple[str, int], Sequence[int]]
+) -> dict[tuple[str, int], int]:
+    """Reassign partitions, through the active controller; its answer per partition."""
+    controller = current_controller(zk)
+    if controller is None:
+        raise SandboxError("there is no active controller")
+    host, port = broker_endpoint(zk, controller.broker_id)
+    response = wire.call_once(
+        host,
+        port,
+        {
+            "api": "AlterPartitionReassignments",
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": list(r)}
+                for (t, p), r in reassignments.items()
+            ],
+        },
+        timeout=30.0,
+    )
+    return {(r["topic"], r["partition"]): int(r["error"]) for r in response.get("partitions", [])}

@@ -22,6 +22,7 @@ from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
 from remediate.errors import FormatError
 from remediate.formats.logdir import (
@@ -52,7 +53,12 @@ from remediate.formats.znodes import (
 from remediate.sandbox import kafkalog, wire
 from remediate.sandbox.config import BrokerSettings, read_server_properties
 from remediate.sandbox.controller import Controller
-from remediate.sandbox.replica import FatalStartupError, ReplicaManager, load_log_dirs
+from remediate.sandbox.replica import (
+    FatalStartupError,
+    ReplicaManager,
+    load_future_logs,
+    load_log_dirs,
+)
 
 log = logging.getLogger("kafka.server.KafkaServer")
 
@@ -138,6 +144,8 @@ class Broker:
             fetch_backoff_ms=settings.get_int("replica.fetch.backoff.ms"),
             min_isr_for=self._min_isr_for,
             send_alter_isr=self._send_alter_isr,
+            future_logs=load_future_logs(log_dirs),
+            file_delete_delay_ms=settings.get_int("file.delete.delay.ms"),
         )
         self.server = wire.serve(settings.host, settings.port, self._dispatch)
         self._register()
@@ -266,7 +274,7 @@ class Broker:
         if topic not in self._watched_configs:
             self._watched_configs.add(topic)
 
-            def on_change(data: bytes | None, _stat: Any) -> None:
+            def on_change(data: bytes | None, _stat: ZnodeStat | None) -> None:
                 try:
                     self._topic_configs[topic] = (
                         decode_topic_config(data, source=topic_config_path(topic)) if data else {}
@@ -349,7 +357,16 @@ class Broker:
             return self.replicas.handle_produce(request)
         if api == "OffsetsForLeaderEpoch":
             return self.replicas.handle_offsets_for_leader_epoch(request)
-        if api in ("ControlledShutdown", "AlterIsr"):
+        if api == "AlterReplicaLogDirs":
+            return self.replicas.handle_alter_replica_log_dirs(request)
+        if api == "DescribeLogDirs":
+            return self.replicas.handle_describe_log_dirs(request)
+        if api in (
+            "ControlledShutdown",
+            "AlterIsr",
+            "AlterPartitionReassignments",
+            "ListPartitionReassignments",
+        ):
             if self.controller is None:
                 return {"error": wire.NOT_CONTROLLER}
             return self.controller.request(api, request)

@@ -15,7 +15,6 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 from kazoo.client import KazooClient
@@ -272,12 +271,3 @@ def _fetch_once(
     if offsets[partition] >= result["high_watermark"]:
         del offsets[partition]
     return None
-
-
-def read_acked_log(path: Path) -> list[Acked]:
-    acked = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            item = json.loads(line)
-            acked.append(Acked(item["partition"], item["offset"], item["key"]))
-    return acked

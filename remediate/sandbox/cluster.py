@@ -306,7 +306,8 @@ def up(
         kafka_version = real.line
     if kafka_version not in KAFKA_VERSIONS:
         raise SandboxError(f"--kafka-version must be one of {', '.join(KAFKA_VERSIONS)}")
-    if (directory / STATE_FILE).exists():
+    fresh = not (directory / STATE_FILE).exists()
+    if not fresh:
         state = load_state(directory)
     else:
         if not 1 <= brokers <= 9:
@@ -353,19 +354,25 @@ def up(
             )
             write_server_properties(root / "server.properties", settings)
         save_state(state)
-    start_zookeeper(directory, state)
-    pids = {b.broker_id: start_broker(directory, b.broker_id) for b in state.brokers}
-    wait_registered(
-        state,
-        list(pids),
-        pids=pids,
-        timeout=REAL_START_TIMEOUT_S if state.real_kafka else 60.0,
-    )
-    if ssh or state.ssh:
-        state.ssh = True
-        sshd.up(directory, state)
-        save_state(state)
-    write_cluster_yaml(directory, state)
+    try:
+        start_zookeeper(directory, state)
+        pids = {b.broker_id: start_broker(directory, b.broker_id) for b in state.brokers}
+        wait_registered(
+            state,
+            list(pids),
+            pids=pids,
+            timeout=REAL_START_TIMEOUT_S if state.real_kafka else 60.0,
+        )
+        if ssh or state.ssh:
+            state.ssh = True
+            sshd.up(directory, state.brokers)
+            save_state(state)
+        write_cluster_yaml(directory, state)
+    except BaseException:
+        # A sandbox this call created is not left half up: what it started is stopped.
+        if fresh:
+            down(directory)
+        raise
     return state
 
 
@@ -377,7 +384,7 @@ def down(directory: Path) -> list[str]:
     state = load_state(directory)
     stopped: list[str] = []
     if state.ssh:
-        stopped += sshd.down(directory, state)
+        stopped += sshd.down(directory, state.brokers)
     running = {
         broker.broker_id: pid
         for broker in state.brokers

@@ -33,6 +33,7 @@ SANDBOX_DEFAULTS: dict[str, str] = {
     "default.replication.factor": "3",  # Kafka: 1
     "unclean.leader.election.enable": "false",
     "auto.leader.rebalance.enable": "false",  # Kafka: true; off so runs are repeatable
+    "file.delete.delay.ms": "60000",  # Kafka's: a moved replica's old dir lives this long
     # Not Kafka's: how long the emulated broker takes to load its logs at start-up, before it
     # registers (Kafka's log recovery, tens of seconds on real brokers; 0 by default).
     "sandbox.log.recovery.ms": "0",

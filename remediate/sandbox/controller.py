@@ -20,6 +20,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.protocol.states import ZnodeStat
 
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import (
@@ -138,7 +139,7 @@ class Controller:
             self.events.put(Event(kind, payload))
         return not self._stopped.is_set()
 
-    def _on_controller_znode(self, data: bytes | None, _stat: Any) -> bool:
+    def _on_controller_znode(self, data: bytes | None, _stat: ZnodeStat | None) -> bool:
         self._put("ControllerChange", data)
         return not self._stopped.is_set()
 
@@ -207,6 +208,11 @@ class Controller:
             event.reply.put(self._process_controlled_shutdown(event.payload))
         elif event.kind == "AlterIsr" and event.reply is not None:
             event.reply.put(self._process_alter_isr(event.payload))
+        elif event.kind == "AlterPartitionReassignments" and event.reply is not None:
+            event.reply.put(self._process_alter_partition_reassignments(event.payload))
+        elif event.kind == "ListPartitionReassignments" and event.reply is not None:
+            # A reassignment the sandbox takes (to the current replicas) is done at once.
+            event.reply.put({"error": wire.NONE, "partitions": []})
 
     # -- election -----------------------------------------------------------------------------
 
@@ -420,7 +426,7 @@ class Controller:
             return
         self._watched_topics.add(topic)
 
-        def on_change(data: bytes | None, _stat: Any) -> bool:
+        def on_change(data: bytes | None, _stat: ZnodeStat | None) -> bool:
             if data is None:
                 self._watched_topics.discard(topic)
                 return False
@@ -740,6 +746,66 @@ class Controller:
                 results.append({**base, "error": wire.NONE, **_state_fields(written[tp])})
             else:
                 results.append({**base, "error": wire.INVALID_UPDATE_VERSION})
+        return {"error": wire.NONE, "partitions": results}
+
+    def _process_alter_partition_reassignments(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A reassignment to a partition's current replica list, in order: Kafka's
+        onPartitionReassignment finds nothing to add or remove (ControllerContext.reassignTo),
+        so the reassignment is complete at once (isReassignmentComplete) and its last phase
+        runs: moveReassignedPartitionLeaderIfRequired keeps the leader, alive and in the
+        list, and updateLeaderEpochAndSendRequest bumps the leader epoch in ZooKeeper and sends
+        LeaderAndIsr to every replica; updateReplicaAssignmentForPartition writes the topic
+        znode back with the id in the controller's memory (KafkaController.scala at 2.8.2,
+        724-757, 996-1085, 1030-1037). The sandbox takes no other reassignment."""
+        ctx = self.context
+        results: list[dict[str, Any]] = []
+        updates: dict[TopicPartition, PartitionState] = {}
+        for item in payload["partitions"]:
+            tp = (item["topic"], item["partition"])
+            base = {"topic": tp[0], "partition": tp[1]}
+            replicas = ctx.assignments.get(tp)
+            state = ctx.states.get(tp)
+            if replicas is None or state is None:
+                results.append({**base, "error": wire.UNKNOWN_TOPIC_OR_PARTITION})
+            elif item.get("replicas") is None or tuple(item["replicas"]) != tuple(replicas):
+                results.append(
+                    {
+                        **base,
+                        "error": wire.INVALID_REPLICA_ASSIGNMENT,
+                        "message": "the sandbox reassigns a partition to its current replicas only",
+                    }
+                )
+            elif state.leader not in replicas or not ctx.is_live(state.leader):
+                results.append({**base, "error": wire.LEADER_NOT_AVAILABLE})
+            else:
+                updates[tp] = replace(
+                    state, leader_epoch=state.leader_epoch + 1, controller_epoch=ctx.epoch
+                )
+        written = self._write_states(updates)
+        for topic in sorted({tp[0] for tp in written}):
+            partitions = {p: replicas for (t, p), replicas in ctx.assignments.items() if t == topic}
+            self._commit(
+                topic_path(topic),
+                encode_topic(TopicAssignment(partitions, topic_id=ctx.topic_ids.get(topic))),
+                version=-1,
+            )
+        batch = RequestBatch(self)
+        for tp, state in written.items():
+            log.info(
+                "[Controller id=%d] Updated leader epoch for partition %s-%d to %d",
+                self.broker_id,
+                tp[0],
+                tp[1],
+                state.leader_epoch,
+            )
+            batch.add([r for r in ctx.assignments[tp] if r in ctx.live], tp, state)
+            results.append({"topic": tp[0], "partition": tp[1], "error": wire.NONE})
+        batch.send()
+        results += [
+            {"topic": tp[0], "partition": tp[1], "error": wire.INVALID_UPDATE_VERSION}
+            for tp in updates
+            if tp not in written
+        ]
         return {"error": wire.NONE, "partitions": results}
 
 

@@ -106,17 +106,25 @@ def _refresh_metadata(producer: Producer, topic: str) -> None:
 
 
 def partitions_of(bootstrap: str, topic: str, *, timeout: float = 10.0) -> list[int]:
+    """The topic's partitions, as the brokers' metadata has them. A topic just created may be
+    unknown to the broker asked for a moment (its metadata is on its way): asked again until
+    `timeout`."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "remediate-sandbox-metadata", **_QUIET}
     )
+    deadline = time.monotonic() + timeout
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout)
+        while True:
+            metadata = consumer.list_topics(topic, timeout=timeout)
+            found = metadata.topics.get(topic)
+            if found is not None and found.error is None and found.partitions:
+                return sorted(found.partitions)
+            if time.monotonic() >= deadline:
+                error = found.error if found is not None else None
+                raise KafkaException(error or KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
+            time.sleep(0.2)
     finally:
         consumer.close()
-    found = metadata.topics.get(topic)
-    if found is None or found.error is not None:
-        raise KafkaException(found.error if found is not None else KafkaError.UNKNOWN_TOPIC_OR_PART)
-    return sorted(found.partitions)
 
 
 def produce(

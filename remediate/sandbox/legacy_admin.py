@@ -4,7 +4,8 @@ On real brokers they are Kafka 1.0.2's own `kafka.admin.TopicCommand --zookeeper
 its Maven Central jars: `--create` writes a version-1 topic znode without an id (the active
 controller then assigns one), `--alter --partitions N` rewrites the znode as version 1 and
 drops the id. On emulated brokers the byte-exact stand-in (admin.py, `legacy=True`) writes the
-same bytes (tests/sandbox/test_legacy_client.py holds the two to each other).
+same bytes (on real Kafka, tests/sandbox/test_incident.py's step 4 holds the znode 1.0.2
+wrote to the stand-in's encoder; tests/formats/test_scala_order.py does on recorded znodes).
 """
 
 from __future__ import annotations

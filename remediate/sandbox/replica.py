@@ -11,6 +11,7 @@ with min.insync.replicas, and follower truncation by leader epoch or to the high
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from remediate.formats.logdir import (
 from remediate.formats.topic_id import TopicId, parse_topic_id
 from remediate.sandbox import wire
 from remediate.sandbox.kafkalog import STATE_CHANGE_LOGGER
+from remediate.sandbox.log_dir_move import LogDirMover
 from remediate.sandbox.storage import (
     UNDEFINED_EPOCH,
     UNDEFINED_OFFSET,
@@ -126,6 +128,8 @@ class ReplicaManager:
         fetch_backoff_ms: int,
         min_isr_for: Callable[[str], int],
         send_alter_isr: Callable[[list[dict[str, Any]]], dict[str, Any] | None],
+        future_logs: dict[TopicPartition, PartitionLog] | None = None,
+        file_delete_delay_ms: int = 60_000,
     ) -> None:
         self.broker_id = broker_id
         self.kafka_version = kafka_version
@@ -144,6 +148,11 @@ class ReplicaManager:
         self.fetchers = FetcherManager(self)
         self.stopping = threading.Event()
         self._alter_isr_wakeup = threading.Event()
+        self.mover = LogDirMover(
+            self, delete_delay_s=file_delete_delay_ms / 1000.0, stopping=self.stopping
+        )
+        for tp, future in (future_logs or {}).items():
+            self.mover.adopt(tp, future)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -182,6 +191,56 @@ class ReplicaManager:
         if self.kafka_version != "2.8" and topic_id is not None and partition.log.topic_id is None:
             partition.log.assign_topic_id(topic_id)
         return partition.log
+
+    # -- moving a replica between log dirs (log_dir_move.py) -----------------------------------
+
+    def online_log_dirs(self) -> list[Path]:
+        return [d.path for d in self.log_dirs if not d.offline]
+
+    def all_log_dirs_online(self) -> bool:
+        return not any(d.offline for d in self.log_dirs)
+
+    def hosts(self, tp: TopicPartition) -> bool:
+        """A LeaderAndIsr named this broker a replica of the partition since it started."""
+        return tp in self.partitions
+
+    def current_log(self, tp: TopicPartition) -> PartitionLog | None:
+        """The log of a partition this broker hosts online (a LeaderAndIsr attached it)."""
+        partition = self.partitions.get(tp)
+        return partition.log if partition is not None else None
+
+    def swap_in(self, tp: TopicPartition, future: PartitionLog) -> PartitionLog | None:
+        """Partition.maybeReplaceCurrentWithFutureReplica: the caught-up future log takes the
+        partition's own name in its dir and becomes its log; only the high watermark carries
+        over. Returns the log it replaced."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.log is None:
+            return None
+        current = partition.log
+        future.rename_dir(future.dir.with_name(partition_dir_name(*tp)))
+        partition.log = future
+        self.logs[tp] = future
+        log.info(
+            "The current replica is successfully replaced with the future replica for %s"
+            " (now in %s, topic id %s)",
+            partition.name,
+            future.dir.parent,
+            future.topic_id,
+        )
+        self.changed.notify_all()
+        return current
+
+    def handle_alter_replica_log_dirs(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            return self.mover.alter(request)
+
+    def handle_describe_log_dirs(self, request: dict[str, Any]) -> dict[str, Any]:
+        del request
+        with self.lock:
+            return {
+                "error": wire.NONE,
+                "log_dirs": self.mover.describe(self.online_log_dirs(), self.logs),
+            }
 
     # -- LeaderAndIsr -------------------------------------------------------------------------
 
@@ -813,6 +872,30 @@ def load_log_dirs(
         if not log_dir.offline:
             logs.update(loaded)
     return log_dirs, logs
+
+
+def load_future_logs(log_dirs: list[LogDir]) -> dict[TopicPartition, PartitionLog]:
+    """The future logs of moves under way (`-future` dirs), which the move resumes; and the
+    `-delete` dirs of finished moves, deleted (Kafka deletes them `file.delete.delay.ms` after
+    it starts; here at once)."""
+    futures: dict[TopicPartition, PartitionLog] = {}
+    for log_dir in log_dirs:
+        if log_dir.offline:
+            continue
+        for entry in sorted(log_dir.path.iterdir()):
+            if not entry.is_dir():
+                continue
+            try:
+                parsed = parse_partition_dir(entry.name, source=str(entry))
+            except FormatError:
+                continue
+            if parsed.kind == "future":
+                futures[(parsed.topic, parsed.partition)] = PartitionLog.load(
+                    entry, parsed.topic, parsed.partition
+                )
+            elif parsed.kind == "delete":
+                shutil.rmtree(entry, ignore_errors=True)
+    return futures
 
 
 # -- the replica fetchers ----------------------------------------------------------------------

@@ -35,7 +35,12 @@ from remediate.formats.logdir import (
     parse_partition_metadata,
     partition_dir_name,
 )
-from remediate.formats.znodes import PartitionState, decode_partition_state, partition_state_path
+from remediate.formats.znodes import (
+    BROKER_TOPICS,
+    PartitionState,
+    decode_partition_state,
+    partition_state_path,
+)
 from remediate.sandbox import admin, client, clients, legacy_admin
 from remediate.sandbox.cluster import (
     SandboxState,
@@ -302,6 +307,16 @@ class Incident:
             ),
             "the controller to create the new partitions",
         )
+        added = {
+            (b, p)
+            for p, replicas in assignment.partitions.items()
+            if p in self.result.new_partitions
+            for b in replicas
+        }
+        wait_for(
+            lambda: set(replica_file_ids(self.state, self.topic)) >= added,
+            "every replica of the new partitions to create its log",
+        )
         return self._done(
             Step(
                 "4",
@@ -367,7 +382,9 @@ class Incident:
         Its controlled shutdown moves leadership and shrinks ISRs with new leader epochs,
         which every replica holding X refuses. Once it is out of every old ISR and the leader
         ZooKeeper names for each old partition is fenced (it never took ZooKeeper's epoch),
-        nothing can bring it back: that leader's ISR changes are all refused."""
+        nothing can bring it back: that leader's ISR changes are all refused. The step ends
+        when it is back in the ISR of every other partition it hosts (a healthy follower's
+        way back, and a cluster that has settled)."""
         zk, topic, old = self.zk, self.topic, self.result.old_partitions
         controller = admin.current_controller(zk)
         states = partition_states(zk, topic, old)
@@ -391,8 +408,31 @@ class Incident:
             now = partition_states(zk, topic, hosted)
             return all(leader_fenced(self.state, topic, p, s) for p, s in now.items())
 
+        def rejoinable() -> list[tuple[str, int]]:
+            """Every partition it hosts where nothing stops it from coming back: other
+            topics', and on 2.8 the new partitions, which hold Y as ZooKeeper does."""
+            found = []
+            for name in zk.get_children(BROKER_TOPICS):
+                assignment, _ = admin.read_topic(zk, name)
+                for number, replicas in assignment.partitions.items():
+                    stale = name == topic and (number in old or self.state.kafka_version != "2.8")
+                    if broker_id in replicas and not stale:
+                        found.append((name, number))
+            return found
+
+        def back_where_it_can() -> bool:
+            return all(
+                broker_id in partition_states(zk, name, [number])[number].isr
+                for name, number in rejoinable()
+            )
+
         wait_for(out_of_isr_everywhere, f"broker {broker_id} to be out of every old ISR")
         wait_for(leaders_fenced, f"the leaders of the old partitions broker {broker_id} hosts")
+        wait_for(
+            back_where_it_can,
+            f"broker {broker_id} to rejoin the ISR of every other partition it hosts",
+            timeout=120,
+        )
         if not out_of_isr_everywhere():
             raise SandboxError(f"broker {broker_id} rejoined the ISR of an old partition")
         lines = mismatch_lines(self.directory, broker_id)

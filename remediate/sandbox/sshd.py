@@ -12,17 +12,24 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from remediate.errors import SandboxError
 from remediate.sandbox import process, zkserver
 
-if TYPE_CHECKING:
-    from remediate.sandbox.cluster import SandboxState
-
 SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")
+
+
+class SshBroker(Protocol):
+    """What an sshd needs of a sandbox broker (the sandbox's BrokerInfo): its id, its loopback
+    address and the port its sshd listens on, which `up` chooses when it is None."""
+
+    broker_id: int
+    host: str
+    ssh_port: int | None
 
 
 def _keygen(path: Path, comment: str) -> None:
@@ -74,7 +81,7 @@ def _listening(host: str, port: int) -> bool:
         return False
 
 
-def up(directory: Path, state: SandboxState) -> None:
+def up(directory: Path, brokers: Sequence[SshBroker]) -> None:
     if not SSHD.exists():
         raise SandboxError(
             f"{SSHD} is missing: run `make setup` or `apt-get install openssh-server`"
@@ -87,7 +94,7 @@ def up(directory: Path, state: SandboxState) -> None:
     authorized.write_text((ssh_dir / "id_ed25519.pub").read_text())
     os.chmod(authorized, 0o600)
     known_hosts: list[str] = []
-    for broker in state.brokers:
+    for broker in brokers:
         _keygen(ssh_dir / f"host-{broker.broker_id}_ed25519", f"sandbox-broker-{broker.broker_id}")
         if broker.ssh_port is None:
             broker.ssh_port = zkserver.free_port(broker.host)
@@ -109,10 +116,10 @@ def up(directory: Path, state: SandboxState) -> None:
     (ssh_dir / "known_hosts").write_text("\n".join(known_hosts) + "\n")
 
 
-def down(directory: Path, state: SandboxState) -> list[str]:
+def down(directory: Path, brokers: Sequence[SshBroker]) -> list[str]:
     ssh_dir = directory / "ssh"
     stopped = []
-    for broker in state.brokers:
+    for broker in brokers:
         pid = process.read_pid(ssh_dir / f"sshd-{broker.broker_id}.pid")
         marker = str(ssh_dir / f"sshd-{broker.broker_id}.conf")
         if pid is not None and process.terminate(pid, marker, timeout=5):

@@ -228,6 +228,14 @@ class PartitionLog:
             with open(self._file, "r+b") as handle:
                 handle.truncate(valid_end)
 
+    def rename_dir(self, directory: Path) -> None:
+        """Move the log to `directory` (a rename on the same file system), as Log.renameDir."""
+        with self.lock:
+            os.rename(self.dir, directory)
+            self.dir = directory
+            self._file = directory / LOG_FILE
+            self.epochs = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT, self.epochs.entries)
+
     # -- topic id ---------------------------------------------------------------------------
 
     def assign_topic_id(self, topic_id: TopicId) -> None:

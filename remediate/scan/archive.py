@@ -2,12 +2,13 @@
 
 A scan's driver JVM loads some fifteen thousand classes from Spark's jars before and while it
 classifies; that is most of its start-up and much of its first query. Java can store the
-classes a run loaded in an archive that later runs map from disk. `build()` makes one: a
-training run (the warm-up sample of remediate/scan/warmup.py, classified with
--XX:DumpLoadedClassList) lists the classes, then the JVM dumps them (-Xshare:dump), started by
-Spark's own launcher so that its class path is exactly the one every scan's JVM gets. `make
-setup` builds it; `remediate prepare-spark` does it by hand. Without an archive a scan runs as
-before, only slower to start.
+classes a run loaded in an archive that later runs map from disk. `build()`
+(remediate/scan/archive_build.py) makes one: a training run (the warm-up sample of
+remediate/scan/warmup.py, classified with -XX:DumpLoadedClassList) lists the classes, then
+the JVM dumps them (-Xshare:dump), started by Spark's own launcher so that its class path is
+exactly the one every scan's JVM gets. `make setup` builds it; `remediate prepare-spark` does
+it by hand. Without an archive a scan runs as before, only slower to start. This module finds,
+keys and uses archives; it starts no Spark.
 
 An archive is valid for one Java, one set of Spark jars and one class path, and the JVM
 refuses one that does not match them. Its file name carries a digest of all three (`key()`),
@@ -23,18 +24,12 @@ import hashlib
 import importlib.util
 import os
 import shutil
-import subprocess
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-
-from remediate.errors import ScanError
 
 FORMAT = 1
 CACHE_ENV = "REMEDIATE_CACHE_DIR"
 LOG_SETTINGS = Path(__file__).parent / "sparkconf" / "log4j2.properties"
-# Spark's launcher, Java and the dump take half a minute to a minute on two cores.
-DUMP_TIMEOUT_S = 600.0
 
 
 def cache_dir() -> Path:
@@ -116,13 +111,14 @@ def path_for(java_options: str) -> Path | None:
 
 def usable(java_options: str) -> Path | None:
     """The archive a scan started with `java_options` can map, if it was built."""
-    if not _conf_dir_is_empty():
+    if not conf_dir_is_empty():
         return None
     archive = path_for(java_options)
     return archive if archive is not None and archive.is_file() else None
 
 
-def _conf_dir_is_empty() -> bool:
+def conf_dir_is_empty() -> bool:
+    """Whether SPARK_CONF_DIR is an empty directory, the only kind Java archives in a class path."""
     conf = os.environ.get("SPARK_CONF_DIR")
     try:
         return bool(conf) and not os.listdir(conf)
@@ -134,92 +130,3 @@ def with_archive(java_options: str, archive: Path) -> str:
     """The driver's Java options mapping `archive`. A JVM that cannot map it runs without it,
     and says nothing (its class-sharing log is off: stdout carries --json)."""
     return f"{java_options} -XX:SharedArchiveFile={archive} -Xshare:auto -Xlog:cds=off"
-
-
-Progress = Callable[[str], None]
-
-
-def build(java_options: str, *, progress: Progress | None = None, force: bool = False) -> Path:
-    """Build the archive for the current Java and Spark jars (if there is none, or `force`);
-    its path. ScanError when Java, PySpark or the dump fails."""
-    from remediate.scan.session import prepare_environment  # noqa: PLC0415
-
-    prepare_environment()
-    archive = path_for(java_options)
-    if archive is None:
-        raise ScanError("no Java or no PySpark found: cannot build Spark's class-data archive")
-    if archive.is_file() and not force:
-        return archive
-    if not _conf_dir_is_empty():
-        raise ScanError(
-            f"SPARK_CONF_DIR {os.environ.get('SPARK_CONF_DIR')} is not an empty directory:"
-            " Java archives a class path only without files in its directories"
-        )
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="remediate-cds-") as tmp:
-        classes = Path(tmp) / "classes.lst"
-        if progress is not None:
-            progress("listing the classes a scan loads (a classification of the warm-up sample)")
-        _training_run(java_options, classes)
-        if progress is not None:
-            progress(f"dumping them into {archive}")
-        partial = archive.with_suffix(f".{os.getpid()}.tmp")
-        _dump(java_options, classes, partial)
-        os.replace(partial, archive)
-    _prune(archive.parent)
-    return archive
-
-
-# Archives of other installs (another checkout, an older Java or PySpark) are kept, the newest
-# few: each is some 180 MB.
-KEEP = 3
-
-
-def _prune(directory: Path) -> None:
-    archives = sorted(directory.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for stale in archives[KEEP:]:
-        stale.unlink(missing_ok=True)
-
-
-def _training_run(java_options: str, classes: Path) -> None:
-    """Classify the warm-up sample in a session of its own, listing every class it loads."""
-    from remediate.scan.session import spark_session, warm_up  # noqa: PLC0415
-
-    options = f"{java_options} -XX:DumpLoadedClassList={classes}"
-    spark = spark_session("local[*]", {"spark.driver.extraJavaOptions": options}, archive=False)
-    try:
-        warm_up(spark)
-    finally:
-        spark.stop()
-    if not classes.is_file() or classes.stat().st_size == 0:
-        raise ScanError(f"the training run listed no classes ({classes})")
-
-
-def _dump(java_options: str, classes: Path, archive: Path) -> None:
-    """Dump the listed classes with the class path Spark's launcher gives the driver: the same
-    spark-submit call as a scan's, whose JVM dumps and exits instead of starting Spark."""
-    from remediate.scan.session import settings  # noqa: PLC0415
-
-    spark = spark_home()
-    assert spark is not None
-    options = (
-        f"{java_options} -Xshare:dump -XX:SharedClassListFile={classes}"
-        f" -XX:SharedArchiveFile={archive} -Xlog:cds=off -Xlog:cds+heap=off"
-    )
-    conf = settings("local[*]", {"spark.driver.extraJavaOptions": options})
-    command = [str(spark / "bin" / "spark-submit")]
-    for name, value in conf.items():
-        command += ["--conf", f"{name}={value}"]
-    command.append("pyspark-shell")
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=DUMP_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ScanError(f"dumping Spark's class-data archive failed: {exc}") from exc
-    if done.returncode != 0 or not archive.is_file():
-        archive.unlink(missing_ok=True)
-        said = (done.stderr.strip() or done.stdout.strip())[-2000:]
-        raise ScanError(
-            f"dumping Spark's class-data archive failed (exit {done.returncode}): {said}"
-        )

@@ -1,5 +1,5 @@
-"""The finding kinds and their severities (README.md, "Finding the bad replicas"), apart from
-the Spark job that assigns them, so that code which only reads findings does not import Spark.
+"""The finding kinds and their severities (README.md, "Finding kinds"), apart from the Spark
+job that assigns them, so that code which only reads findings does not import Spark.
 
 `FindingKind` is a StrEnum: a member is its name as a string, so findings serialise, format
 and compare exactly as the plain strings the JSON contracts carry.
@@ -26,18 +26,28 @@ class FindingKind(StrEnum):
     LEADER_FENCED_BY_STALE_ID = "LEADER_FENCED_BY_STALE_ID"
 
 
-SEVERITY: dict[FindingKind, str] = {
-    FindingKind.OK: "OK",
-    FindingKind.TOPIC_ID_MISMATCH: "WARNING",
-    FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR: "CRITICAL",
-    FindingKind.METADATA_MISSING: "INFO",
-    FindingKind.METADATA_CORRUPT: "CRITICAL",
-    FindingKind.ZK_TOPIC_ID_MISSING: "WARNING",
-    FindingKind.REPLICA_DIR_MISSING: "WARNING",
-    FindingKind.ORPHAN_DIR: "INFO",
-    FindingKind.BROKER_UNREACHABLE: "UNKNOWN",
-    FindingKind.PARTITION_OFFLINE: "CRITICAL",
-    FindingKind.LEADER_FENCED_BY_STALE_ID: "CRITICAL",
+class Severity(StrEnum):
+    """How bad a finding is; the worst one is the scan's status (INFO never is)."""
+
+    OK = "OK"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    UNKNOWN = "UNKNOWN"
+    CRITICAL = "CRITICAL"
+
+
+SEVERITY: dict[FindingKind, Severity] = {
+    FindingKind.OK: Severity.OK,
+    FindingKind.TOPIC_ID_MISMATCH: Severity.WARNING,
+    FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR: Severity.CRITICAL,
+    FindingKind.METADATA_MISSING: Severity.INFO,
+    FindingKind.METADATA_CORRUPT: Severity.CRITICAL,
+    FindingKind.ZK_TOPIC_ID_MISSING: Severity.WARNING,
+    FindingKind.REPLICA_DIR_MISSING: Severity.WARNING,
+    FindingKind.ORPHAN_DIR: Severity.INFO,
+    FindingKind.BROKER_UNREACHABLE: Severity.UNKNOWN,
+    FindingKind.PARTITION_OFFLINE: Severity.CRITICAL,
+    FindingKind.LEADER_FENCED_BY_STALE_ID: Severity.CRITICAL,
 }
 # The replica's file holds an id other than ZooKeeper's.
 MISMATCH_KINDS = frozenset(

@@ -10,12 +10,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from remediate.scan.kinds import CHECKED_KINDS, MISMATCH_KINDS, SEVERITY, FindingKind
+from remediate.scan.kinds import CHECKED_KINDS, MISMATCH_KINDS, SEVERITY, FindingKind, Severity
 
-STATUS_ORDER = ("OK", "WARNING", "UNKNOWN", "CRITICAL")
-EXIT_CODES = {"OK": 0, "WARNING": 1, "CRITICAL": 2, "UNKNOWN": 3}
+# The scan's status, least bad first (UNKNOWN only when nothing CRITICAL was found).
+STATUS_ORDER = (Severity.OK, Severity.WARNING, Severity.UNKNOWN, Severity.CRITICAL)
+EXIT_CODES = {Severity.OK: 0, Severity.WARNING: 1, Severity.CRITICAL: 2, Severity.UNKNOWN: 3}
 # Worst first when sorting findings for people.
-SEVERITY_RANK = {"CRITICAL": 0, "UNKNOWN": 1, "WARNING": 2, "INFO": 3, "OK": 4}
+SEVERITY_RANK = {
+    Severity.CRITICAL: 0,
+    Severity.UNKNOWN: 1,
+    Severity.WARNING: 2,
+    Severity.INFO: 3,
+    Severity.OK: 4,
+}
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,7 @@ class Finding:
             object.__setattr__(self, "evidence", json.loads(self.evidence))
 
     @property
-    def severity(self) -> str:
+    def severity(self) -> Severity:
         return SEVERITY[self.kind]
 
     def to_json(self) -> dict[str, Any]:
@@ -99,8 +106,8 @@ class BrokerSummary:
         }
 
 
-def worst(statuses: Iterable[str]) -> str:
-    result = "OK"
+def worst(statuses: Iterable[Severity]) -> Severity:
+    result = Severity.OK
     for status in statuses:
         if status in STATUS_ORDER and STATUS_ORDER.index(status) > STATUS_ORDER.index(result):
             result = status
@@ -118,10 +125,12 @@ class ScanReport:
     kind_counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
-    def status(self) -> str:
-        statuses = [f.severity for f in self.findings if f.severity not in ("INFO", "OK")]
+    def status(self) -> Severity:
+        statuses = [
+            f.severity for f in self.findings if f.severity not in (Severity.INFO, Severity.OK)
+        ]
         if self.problems:
-            statuses.append("UNKNOWN")
+            statuses.append(Severity.UNKNOWN)
         return worst(statuses)
 
     @property

@@ -275,9 +275,9 @@ offline AS (
     WHERE s.leader < 0
 ),
 -- {K.LEADER_FENCED_BY_STALE_ID}: ZooKeeper names a leader that is fenced by a stale topic id.
--- Facts (reference/kafka-zk.md, "The 2.8 post-failover state"; Kafka 2.8.2, paths under
--- core/src/main/scala/kafka/): a broker whose in-memory id differs from a LeaderAndIsr's logs
--- the mismatch (cluster/Partition.scala:438-458) and skips that partition's state change
+-- Facts (Kafka's source at 2.8.2, paths under core/src/main/scala/kafka/): a broker whose
+-- in-memory id differs from a LeaderAndIsr's logs the mismatch
+-- (cluster/Partition.scala:438-458) and skips that partition's state change
 -- (server/ReplicaManager.scala:1373-1374), so it keeps its old leader epoch; a broker that
 -- does become leader at an epoch writes it to its leader-epoch-checkpoint at once
 -- (cluster/Partition.scala:592 makeLeader -> log/Log.scala:1366-1370 ->

@@ -103,8 +103,19 @@ def reproduce_and_plan(
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
-    `plan -o plan.json --format markdown` (one scan gives both)."""
+    `plan -o plan.json --format markdown` (one scan gives both). Whatever fails on the way,
+    the sandbox is taken down before the failure goes on."""
     state = cluster.up(directory, brokers=brokers, kafka_version="2.8", kafka=kafka)
+    try:
+        return _reproduce_and_plan(directory, state, session_timeout_s)
+    except BaseException:
+        cluster.down(directory)
+        raise
+
+
+def _reproduce_and_plan(
+    directory: Path, state: cluster.SandboxState, session_timeout_s: float | None
+) -> Reproduced:
     if session_timeout_s is not None:
         # A killed operator's lock is free again once its session expires.
         config = directory / "cluster.yaml"

@@ -10,9 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remediate.collect.inventory import StateChangeTail, inventory_command, parse_inventory
-from remediate.collect.plain_inventory import read_rows
-from remediate.collect.rows import LogDirRows, inventory_rows, replica_rows
+from remediate.collect.inventory import (
+    LogDirRows,
+    StateChangeTail,
+    inventory_command,
+    inventory_rows,
+    parse_inventory,
+    replica_rows,
+)
+from remediate.collect.inventory.bulk import read_rows
 from remediate.collect.snapshot import ReplicaRow
 from remediate.errors import FormatError
 from tests.collect.test_inventory import (

@@ -43,9 +43,9 @@ def ssh_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, B
     directory = tmp_path_factory.mktemp("sshd")
     broker = BrokerInfo(broker_id=11, host="127.0.0.21", port=0, log_dirs=[])
     state = SandboxState(str(directory), "127.0.0.1", 0, "2.8", brokers=[broker], ssh=True)
-    sshd.up(directory, state)
+    sshd.up(directory, state.brokers)
     yield directory, broker
-    sshd.down(directory, state)
+    sshd.down(directory, state.brokers)
 
 
 # One row of the fault table (docs/faults.md), proved by the two tests below.

@@ -21,7 +21,7 @@ import yaml
 from remediate.collect.zookeeper import KazooZooKeeper
 from remediate.execute.journal import Journal
 from remediate.execute.lock import RunLock
-from remediate.execute.steps import CONVERGE, RESTART_ACTIONS, StepKey
+from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, client, cluster
@@ -335,7 +335,7 @@ def test_plan_then_apply_repairs_a_planted_mismatch_by_restart(
     started = [r["step"] for r in records if r["event"] == "step-started"]
     finished = [r["step"] for r in records if r["event"] == "step-finished"]
     assert started == finished
-    assert [StepKey.parse(s).action for s in started] == [*RESTART_ACTIONS, CONVERGE]
+    assert [StepKey.parse(s).action for s in started] == [*RESTART_ACTIONS, RunAction.CONVERGE]
     assert any(r["event"] == "sample" for r in records)
     log_lines = (journal_dir / run_id / "log.jsonl").read_text().splitlines()
     assert all(json.loads(line)["run_id"] == run_id for line in log_lines)

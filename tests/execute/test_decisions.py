@@ -14,7 +14,6 @@ from remediate.execute.decisions import (
     disagreement_blocker,
     files_disagreeing,
     next_restart,
-    rolled_replicas,
     stale_holders,
     unconfigured_hosts_blocker,
 )
@@ -22,7 +21,7 @@ from remediate.execute.steps import StepKey
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import PartitionState, TopicAssignment
 from remediate.plan import FileKey, Fingerprint, RestartStep, RestoreStep
-from remediate.state import ClusterState, TopicState
+from remediate.state import ClusterState, ReplicaRef, TopicPartition, TopicState
 
 ZK_ID = TopicId(bytes(15) + b"\x02")
 ZK = str(ZK_ID)
@@ -236,7 +235,9 @@ def test_stale_holders_leave_out_what_was_repaired() -> None:
     )
     held = stale_holders(fingerprint, cluster, repaired=())
     assert dict(held.by_partition) == {("orders", 0): {1}, ("orders", 1): {3}}
-    held = stale_holders(fingerprint, cluster, repaired={(3, ("orders", 1))})
+    held = stale_holders(
+        fingerprint, cluster, repaired={ReplicaRef(3, TopicPartition("orders", 1))}
+    )
     assert dict(held.by_partition) == {("orders", 0): {1}}
     assert stale_holders(Fingerprint(None, (), None), cluster, repaired=()).by_partition == {}
     assert NO_FILE == "no partition.metadata yet"
@@ -244,8 +245,7 @@ def test_stale_holders_leave_out_what_was_repaired() -> None:
 
 def test_a_restore_with_a_roll_allows_exactly_the_rolled_replicas_the_old_id() -> None:
     rows = {**AGREE, 3: [row("orders", 1, OTHER)]}
-    rolled = rolled_replicas(["orders-1 on broker 3"])
-    assert rolled == {(3, 1)}
+    rolled = {ReplicaRef(3, TopicPartition("orders", 1))}
     assert (
         disagreement_blocker(state(ORDERS), "orders", ZK, rows, rolled=rolled, rolled_id=OTHER)
         is None

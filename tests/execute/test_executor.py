@@ -1,28 +1,30 @@
 """The executor on an in-memory cluster (tests/execute/fake_cluster.py): resume after a crash
 at every action, the controller moving mid-run, the restore's gate checked again on resume, a
-gate that times out and a lock lost before a destructive action. Real journals, real backup
-scripts on temporary log dirs; no sandbox, no real sleeping."""
+gate that times out and a lock lost before a destructive action, every action left out
+journaled with its reason, and a rollback journaled action by action like a run. Real
+journals, real backup scripts on temporary log dirs; no sandbox, no real sleeping."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from remediate.errors import LockLostError
+from remediate.errors import HaltedError, LockLostError
 from remediate.execute import steps
-from remediate.execute.journal import Journal, replay
+from remediate.execute.journal import Journal, JournalEvent, replay
 from remediate.execute.lock import RunLock
 from remediate.execute.runner import Executor, RunOutcome, Services
-from remediate.execute.steps import StepKey
+from remediate.execute.steps import RunAction, StepKey
 from remediate.formats.logdir import encode_partition_metadata
 from remediate.formats.znodes import decode_topic, topic_path
 from remediate.plan import FileKey, Fingerprint, Plan, RestartStep, RestoreStep
-from remediate.playbook import Timeouts
+from remediate.playbook import Action, Timeouts
 from remediate.ports import Transport
+from remediate.state import TopicPartition
 from tests.execute.fake_cluster import (
     OLD_ID,
     ZK_ID,
@@ -38,8 +40,9 @@ RUN = "20261122T103400Z-abc123"
 GATES = Timeouts(stability_window_s=0.1, stop_timeout_s=5, start_timeout_s=5, in_sync_timeout_s=5)
 BROKERS = (1, 2, 3)
 PAYMENTS = {0: (1, 2, 3), 1: (2, 3, 1)}
+PAYMENTS_0 = TopicPartition("payments", 0)
 # A repair's actions: its one restart step's, then the run's convergence gate.
-RUN_ACTIONS = [*steps.RESTART_ACTIONS, steps.CONVERGE]
+RUN_ACTIONS = [*steps.RESTART_ACTIONS, RunAction.CONVERGE]
 
 
 class Crash(BaseException):
@@ -83,7 +86,7 @@ class World:
         """One process of the run: a new journal the first time, `resume` after that."""
         if (self.journals / RUN).exists():
             journal = Journal.open(self.journals, RUN)
-            journal.append("run-resumed", now=self.clock.now(), by="test")
+            journal.append(JournalEvent.RUN_RESUMED, now=self.clock.now(), by="test")
         else:
             journal = Journal.create(self.journals, RUN, plan.to_json(), now=self.clock.now())
         lock = RunLock(self.zk, "fake", run_id=RUN)
@@ -92,6 +95,18 @@ class World:
             return Executor(plan, self.services(failpoint), journal, lock).run()
         finally:
             # The process ends: its lock goes with its session.
+            lock.release()
+
+    def rollback(
+        self, plan: Plan, *, failpoint: Callable[[str], None] = lambda _point: None
+    ) -> dict[int, list[str]]:
+        """One process of `rollback` for the run."""
+        journal = Journal.open(self.journals, RUN)
+        lock = RunLock(self.zk, "fake", run_id=RUN)
+        lock.acquire()
+        try:
+            return Executor(plan, self.services(failpoint), journal, lock).rollback()
+        finally:
             lock.release()
 
     def records(self, event: str | None = None) -> list[dict[str, Any]]:
@@ -139,7 +154,7 @@ def plan_of(
     )
 
 
-def restart(broker: int, actions: tuple[str, ...], **fields: Any) -> RestartStep:
+def restart(broker: int, actions: tuple[Action, ...], **fields: Any) -> RestartStep:
     return RestartStep(
         broker=broker,
         reason="test",
@@ -161,7 +176,7 @@ def stale(tmp_path: Path) -> tuple[World, Plan, Path]:
     w.kafka.boot(out_of_isr=[(3, "payments", 0)])
     held = w.kafka.metadata(3, "payments", 0)
     held.write_bytes(encode_partition_metadata(OLD_ID))
-    step = restart(3, steps.RESTART_ACTIONS, partitions=("payments-0",), files=(str(held),))
+    step = restart(3, steps.RESTART_ACTIONS, partitions=(PAYMENTS_0,), files=(str(held),))
     return w, plan_of([step], files={f"3:{held}": str(OLD_ID)}), held
 
 
@@ -242,11 +257,11 @@ def test_the_controller_moving_mid_run_is_restarted_last(tmp_path: Path) -> None
     w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))}, controller=1)
     w.kafka.boot()
     actions = (
-        steps.GATE_RESTART_SAFETY,
-        steps.STOP,
-        steps.START,
-        steps.WAIT_REGISTERED,
-        steps.WAIT_IN_SYNC,
+        Action.GATE_RESTART_SAFETY,
+        Action.STOP,
+        Action.START,
+        Action.WAIT_REGISTERED,
+        Action.WAIT_IN_SYNC,
     )
     # The plan puts the controller (1) last; during broker 2's restart, broker 3 takes over.
     plan = plan_of(
@@ -271,7 +286,7 @@ def test_the_controller_moving_mid_run_is_restarted_last(tmp_path: Path) -> None
 def test_a_step_started_before_a_crash_is_finished_first(tmp_path: Path) -> None:
     w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))}, controller=1)
     w.kafka.boot()
-    actions = (steps.GATE_RESTART_SAFETY, steps.STOP, steps.START, steps.WAIT_REGISTERED)
+    actions = (Action.GATE_RESTART_SAFETY, Action.STOP, Action.START, Action.WAIT_REGISTERED)
     plan = plan_of([restart(2, actions), restart(1, actions)], playbook="rolling-restart")
 
     def crash(at: str) -> None:
@@ -307,8 +322,8 @@ def lost_id(tmp_path: Path) -> tuple[World, Plan]:
         znode_version=version,
         reelect=False,
         reason="test",
-        partitions=("orders-0", "orders-1"),
-        actions=tuple(a for a in steps.RESTORE_ACTIONS if a != steps.ZK_WRITE_CONTROLLER_ELECTION),
+        partitions=(TopicPartition("orders", 0), TopicPartition("orders", 1)),
+        actions=tuple(a for a in steps.RESTORE_ACTIONS if a != Action.ZK_WRITE_CONTROLLER_ELECTION),
         impact=(),
         playbook="restore-zk-topic-id",
     )
@@ -322,7 +337,7 @@ def zk_topic_id(w: World) -> str | None:
 
 
 def crash_after_the_gate(at: str) -> None:
-    if at == f"{steps.GATE_AGREEMENT}:finished":
+    if at == f"{Action.GATE_AGREEMENT}:finished":
         raise Crash(at)
 
 
@@ -380,8 +395,8 @@ def test_a_gate_that_times_out_halts_the_run_with_its_reason(
     assert outcome.error == (
         "timed out after 5s waiting for broker 3 to register; last seen: broker 3 is not registered"
     )
-    assert w.actions("step-failed") == [steps.WAIT_REGISTERED]
-    assert w.actions("step-started")[-1] == steps.WAIT_REGISTERED, "went on after the halt"
+    assert w.actions("step-failed") == [Action.WAIT_REGISTERED]
+    assert w.actions("step-started")[-1] == Action.WAIT_REGISTERED, "went on after the halt"
     (halted,) = w.records("run-halted")
     assert halted["error"] == outcome.error
     assert 5 < w.clock.monotonic() < 6
@@ -393,7 +408,7 @@ def test_a_lock_lost_before_a_destructive_action_destroys_nothing(
     w, plan, held = stale
 
     def lose(at: str) -> None:
-        if at == f"{steps.STOP}:started":
+        if at == f"{Action.STOP}:started":
             w.zk.lose_session()
 
     outcome = w.run(plan, failpoint=lose)
@@ -422,7 +437,7 @@ def test_retries_of_zookeeper_reads_are_journaled(stale: tuple[World, Plan, Path
     w, plan, held = stale
 
     def drop(at: str) -> None:
-        if at == f"{steps.GATE_RESTART_SAFETY}:started":
+        if at == f"{Action.GATE_RESTART_SAFETY}:started":
             w.zk.drops = 2  # the gate's read meets two dropped connections
 
     assert w.run(plan, failpoint=drop).status == "completed"
@@ -437,16 +452,217 @@ def test_retries_of_zookeeper_reads_are_journaled(stale: tuple[World, Plan, Path
 def test_rollback_puts_back_what_the_run_deleted(stale: tuple[World, Plan, Path]) -> None:
     w, plan, held = stale
     assert w.run(plan).status == "completed"
-    journal = Journal.open(w.journals, RUN)
-    lock = RunLock(w.zk, "fake", run_id=RUN)
-    lock.acquire()
-    try:
-        restored = Executor(plan, w.services(lambda _point: None), journal, lock).rollback()
-    finally:
-        lock.release()
+    restored = w.rollback(plan)
     assert restored == {3: [str(held)]}
     assert held.read_bytes() == encode_partition_metadata(OLD_ID)
     assert w.kafka.commands[2:] == ["svc stop 3", "svc start 3"]
     events = [r["event"] for r in w.records() if str(r["event"]).startswith("rollback-")]
     assert events == ["rollback-started", "rollback-restored", "rollback-finished"]
     assert [r["step"] for r in w.records("rollback-finished")] == ["rollback0:broker-3:rollback"]
+
+
+# -- every action left out is journaled, with the reason --------------------------------------
+
+
+def skipped(w: World) -> list[tuple[str, str]]:
+    return [(r["step"], r["reason"]) for r in w.records(JournalEvent.STEP_SKIPPED)]
+
+
+NOT_REPEATED = "finished earlier in this run: not repeated"
+
+
+def test_a_resumed_run_journals_every_action_it_does_not_carry_out_again(
+    stale: tuple[World, Plan, Path],
+) -> None:
+    w, plan, held = stale
+    with pytest.raises(Crash):
+        w.run(plan, failpoint=lambda at: _crash(at, "delete:finished"))
+    assert skipped(w) == []
+    assert w.run(plan).status == "completed"
+    assert skipped(w) == [
+        (
+            "0:broker-3:gate restart-safety",
+            "broker 3 was stopped by this run already (0:broker-3:stop): the gate before its"
+            " stop is not checked again",
+        ),
+        ("0:broker-3:stop", NOT_REPEATED),
+        ("0:broker-3:backup", NOT_REPEATED),
+        ("0:broker-3:delete", NOT_REPEATED),
+    ]
+    # Each record comes where its action would have run: after the resume, before the start.
+    events = [(r["event"], r.get("step")) for r in w.records()]
+    resumed = events.index((JournalEvent.RUN_RESUMED, None))
+    start = events.index((JournalEvent.STEP_STARTED, "0:broker-3:start"))
+    assert [e for e, _ in events[resumed + 1 : start]].count(JournalEvent.STEP_SKIPPED) == 4
+    assert_repaired(w, held)
+
+
+def test_a_restore_resumed_after_its_write_journals_why_its_gate_is_not_checked(
+    lost_id: tuple[World, Plan],
+) -> None:
+    w, plan = lost_id
+    with pytest.raises(Crash):
+        w.run(plan, failpoint=lambda at: _crash(at, f"{Action.ZK_WRITE_TOPIC_ID}:finished"))
+    assert w.run(plan).status == "completed"
+    assert skipped(w) == [
+        (
+            "0:topic-orders:gate agreement",
+            "0:topic-orders:zk-write topic-id was done by this run already: the gate before it"
+            " is not checked again",
+        ),
+        ("0:topic-orders:zk-write topic-id", NOT_REPEATED),
+        ("1:cluster:wait converged", CONVERGED_BY_THE_STEPS),
+    ]
+    assert w.cluster_writes() == [("set", topic_path("orders"))]
+
+
+def test_a_restore_whose_zookeeper_held_no_id_journals_why_it_elects_no_controller(
+    lost_id: tuple[World, Plan],
+) -> None:
+    w, plan = lost_id
+    (restore,) = plan.restores
+    # A plan that lists the election for a topic ZooKeeper held no id for (the planner leaves
+    # it out): there is no loaded id to replace, so no election.
+    with_election = plan_of(
+        [replace(restore, actions=steps.RESTORE_ACTIONS)], playbook="restore-zk-topic-id"
+    )
+    assert w.run(with_election).status == "completed"
+    assert (
+        "0:topic-orders:zk-write controller-election",
+        "ZooKeeper held no id for orders that a controller could have loaded: no election is"
+        " needed",
+    ) in skipped(w)
+    assert w.cluster_writes() == [("set", topic_path("orders"))]
+
+
+CONVERGED_BY_THE_STEPS = (
+    "the plan deletes no file: nothing converges after its last step that its steps' own gates"
+    " did not wait for"
+)
+
+
+def test_a_run_that_deletes_no_file_journals_why_it_has_no_convergence_gate(
+    tmp_path: Path,
+) -> None:
+    w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))})
+    w.kafka.boot()
+    actions = (Action.GATE_RESTART_SAFETY, Action.STOP, Action.START, Action.WAIT_REGISTERED)
+    assert w.run(plan_of([restart(3, actions)], playbook="rolling-restart")).status == "completed"
+    assert skipped(w) == [("1:cluster:wait converged", CONVERGED_BY_THE_STEPS)]
+    assert RunAction.CONVERGE not in w.actions(JournalEvent.STEP_STARTED)
+
+
+def test_a_run_that_skips_nothing_journals_no_skip(stale: tuple[World, Plan, Path]) -> None:
+    w, plan, _held = stale
+    assert w.run(plan).status == "completed"
+    assert skipped(w) == []
+
+
+def _crash(at: str, point: str) -> None:
+    if at == point:
+        raise Crash(at)
+
+
+# -- a rollback goes through the recorder like every action -----------------------------------
+
+
+def rollback_keys(*actions: str) -> list[str]:
+    return [f"rollback0:broker-3:{a}" for a in actions]
+
+
+def test_rollback_journals_each_of_its_actions_before_and_after(
+    stale: tuple[World, Plan, Path],
+) -> None:
+    w, plan, held = stale
+    assert w.run(plan).status == "completed"
+    before = len(w.records())
+    assert w.rollback(plan) == {3: [str(held)]}
+    records = w.records()[before:]
+    shown = [
+        (r["event"], r["step"])
+        for r in records
+        if r["event"] not in (JournalEvent.SAMPLE, JournalEvent.ZOOKEEPER)
+    ]
+    gate, stop, restore, start, registered = rollback_keys(*steps.ROLLBACK_ACTIONS)
+    assert shown == [
+        (JournalEvent.ROLLBACK_STARTED, "rollback0:broker-3:rollback"),
+        (JournalEvent.STEP_STARTED, gate),
+        (JournalEvent.GATE, "rollback0:broker-3:gate"),
+        (JournalEvent.STEP_FINISHED, gate),
+        (JournalEvent.STEP_STARTED, stop),
+        (JournalEvent.STEP_FINISHED, stop),
+        (JournalEvent.STEP_STARTED, restore),
+        (JournalEvent.ROLLBACK_RESTORED, restore),
+        (JournalEvent.STEP_FINISHED, restore),
+        (JournalEvent.STEP_STARTED, start),
+        (JournalEvent.STEP_FINISHED, start),
+        (JournalEvent.STEP_STARTED, registered),
+        (JournalEvent.STEP_FINISHED, registered),
+        (JournalEvent.ROLLBACK_FINISHED, "rollback0:broker-3:rollback"),
+    ]
+    results = {r["step"]: r["result"] for r in records if r["event"] == JournalEvent.STEP_FINISHED}
+    assert results == {
+        gate: {"blocker": None, "registered": True},
+        stop: {"stopped": 3},
+        restore: {"restored": [str(held)]},
+        start: {"started": 3},
+        registered: {"registered": 3},
+    }
+    assert replay(w.records()).status == "completed", "a rollback does not change the run's"
+
+
+ROLLBACK_POINTS = [
+    f"{action}:{point}"
+    for action in steps.ROLLBACK_ACTIONS
+    for point in ("started", "done", "finished")
+]
+
+
+def test_rollback_hits_a_failpoint_at_every_action_like_a_run(
+    stale: tuple[World, Plan, Path],
+) -> None:
+    w, plan, _held = stale
+    assert w.run(plan).status == "completed"
+    hit: list[str] = []
+    w.rollback(plan, failpoint=hit.append)
+    assert hit == ROLLBACK_POINTS
+
+
+@pytest.mark.parametrize("point", ROLLBACK_POINTS)
+def test_a_rollback_killed_anywhere_is_carried_out_whole_when_asked_again(
+    stale: tuple[World, Plan, Path], point: str
+) -> None:
+    w, plan, held = stale
+    assert w.run(plan).status == "completed"
+    with pytest.raises(Crash):
+        w.rollback(plan, failpoint=lambda at: _crash(at, point))
+    (in_flight,) = [r for r in w.records(JournalEvent.STEP_STARTED)][-1:]
+    assert in_flight["step"] == f"rollback0:broker-3:{point.rpartition(':')[0]}"
+    assert w.rollback(plan) == {3: [str(held)]}
+    assert held.read_bytes() == encode_partition_metadata(OLD_ID)
+    assert 3 in w.kafka.running and w.zk.exists("/brokers/ids/3") is not None
+    # Asked again, a rollback does every action again: none is skipped as done.
+    assert skipped(w) == []
+    finished = w.actions(JournalEvent.STEP_FINISHED)
+    assert finished[-len(steps.ROLLBACK_ACTIONS) :] == list(steps.ROLLBACK_ACTIONS)
+    # The broker is stopped only if it ran; it is started exactly once after the restore.
+    after_run = w.kafka.commands[2:]
+    assert after_run[-1] == "svc start 3"
+    assert after_run.count("svc stop 3") + after_run.count("svc start 3") == len(after_run)
+
+
+def test_a_rollback_its_gate_refuses_journals_the_failed_action_and_stops_nothing(
+    stale: tuple[World, Plan, Path],
+) -> None:
+    w, plan, held = stale
+    assert w.run(plan).status == "completed"
+    # payments-0 is at exactly min.insync.replicas=2 with broker 3 in its ISR.
+    w.kafka.isr[("payments", 0)].remove(2)
+    w.kafka.write_states()
+    with pytest.raises(HaltedError, match="rollback of broker 3 refused"):
+        w.rollback(plan)
+    (failed,) = w.records(JournalEvent.STEP_FAILED)
+    assert failed["step"] == "rollback0:broker-3:gate restart-safety"
+    assert failed["error"].startswith("rollback of broker 3 refused: payments-0 has exactly")
+    assert w.kafka.commands[2:] == [], "the broker was stopped"
+    assert held.read_bytes() == encode_partition_metadata(ZK_ID)

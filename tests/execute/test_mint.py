@@ -13,6 +13,8 @@ from remediate.formats.logdir import encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import CONTROLLER, decode_topic, topic_path
 from remediate.plan import Plan, RestoreStep
+from remediate.playbook import Action
+from remediate.state import TopicPartition
 from tests.execute.fake_cluster import OLD_ID, Topic
 from tests.execute.test_executor import World, plan_of, world
 
@@ -45,8 +47,8 @@ def unclaimed(tmp_path: Path) -> tuple[World, Plan]:
         znode_version=w.zk.nodes[topic_path("orders")].version,
         reelect=True,
         reason="test",
-        partitions=("orders-0", "orders-1"),
-        actions=tuple(a for a in steps.RESTORE_ACTIONS if a != steps.ZK_WRITE_TOPIC_ID),
+        partitions=(TopicPartition("orders", 0), TopicPartition("orders", 1)),
+        actions=tuple(a for a in steps.RESTORE_ACTIONS if a != Action.ZK_WRITE_TOPIC_ID),
         impact=(),
         playbook="restore-zk-topic-id",
         mint=True,

@@ -11,20 +11,23 @@ from dataclasses import replace
 from pathlib import Path
 
 from remediate.execute import steps
+from remediate.execute.steps import RunAction
 from remediate.formats.logdir import encode_partition_metadata
 from remediate.plan import Plan, Prediction, RestartStep
+from remediate.playbook import Action
 from remediate.report.markdown import report_markdown
 from remediate.report.model import build_report
+from remediate.state import TopicPartition
 from tests.execute.fake_cluster import OLD_ID, Topic, server_properties
-from tests.execute.test_executor import PAYMENTS, World, plan_of, restart, world
+from tests.execute.test_executor import PAYMENTS, PAYMENTS_0, World, plan_of, restart, world
 
 Failpoint = Callable[[str], None]
 ROLL = (
-    steps.GATE_RESTART_SAFETY,
-    steps.STOP,
-    steps.START,
-    steps.WAIT_REGISTERED,
-    steps.WAIT_IN_SYNC,
+    Action.GATE_RESTART_SAFETY,
+    Action.STOP,
+    Action.START,
+    Action.WAIT_REGISTERED,
+    Action.WAIT_IN_SYNC,
 )
 
 
@@ -51,20 +54,20 @@ def test_a_partition_the_plan_predicts_unavailable_does_not_block_the_pre_gate(
     tmp_path: Path,
 ) -> None:
     w = at_min_isr(tmp_path)
-    outcome = w.run(roll(3, Prediction(during=("payments-0",))))
+    outcome = w.run(roll(3, Prediction(during=(TopicPartition("payments", 0),))))
     assert outcome.status == "completed", outcome.error
     assert w.kafka.commands == ["svc stop 3", "svc start 3"]
     (gate,) = w.records("gate")
     assert gate["blocker"] is None
     (pre,) = [
-        r for r in w.records("step-finished") if r["step"].endswith(steps.GATE_RESTART_SAFETY)
+        r for r in w.records("step-finished") if r["step"].endswith(Action.GATE_RESTART_SAFETY)
     ]
     assert pre["result"]["predicted"]["during"] == ["payments-0"]
 
 
 def test_a_partition_the_plan_does_not_predict_still_blocks_the_pre_gate(tmp_path: Path) -> None:
     w = at_min_isr(tmp_path)
-    outcome = w.run(roll(3, Prediction(during=("payments-1",))))
+    outcome = w.run(roll(3, Prediction(during=(TopicPartition("payments", 1),))))
     assert outcome.status == "halted"
     assert outcome.error == (
         "pre-gate for broker 3: payments-0 has exactly min.insync.replicas=2 in sync"
@@ -82,10 +85,10 @@ def test_the_post_gate_does_not_wait_for_an_isr_the_plan_says_the_broker_cannot_
     w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))})
     w.kafka.boot()
     w.kafka.stays_out.add((3, "payments", 1))  # its leader refuses broker 3 for now
-    outcome = w.run(roll(3, Prediction(out_of_isr_after=("payments-1",))))
+    outcome = w.run(roll(3, Prediction(out_of_isr_after=(TopicPartition("payments", 1),))))
     assert outcome.status == "completed", outcome.error
     assert 3 not in w.kafka.isr[("payments", 1)]
-    (waited,) = [r for r in w.records("step-finished") if r["step"].endswith(steps.WAIT_IN_SYNC)]
+    (waited,) = [r for r in w.records("step-finished") if r["step"].endswith(Action.WAIT_IN_SYNC)]
     assert waited["result"]["excused"] == ["payments-1"]
     assert w.clock.monotonic() < 1, "the post-gate waited for the excused ISR"
 
@@ -106,7 +109,7 @@ def test_without_the_prediction_the_post_gate_waits_for_that_isr_and_halts(
 
 def lose_leader_of_payments_1(w: World) -> Failpoint:
     def lose(at: str) -> None:
-        if at == f"{steps.WAIT_IN_SYNC}:started":
+        if at == f"{Action.WAIT_IN_SYNC}:started":
             w.kafka.leaderless.add(("payments", 1))
             w.kafka.write_states()
 
@@ -122,16 +125,16 @@ def test_an_unpredicted_newly_offline_partition_halts_the_run_naming_it(tmp_path
         "timed out after 5s waiting for broker 3 back in the ISR of every partition it hosts;"
         " last seen: newly offline: payments-1 (the plan did not predict them)"
     )
-    assert w.actions("step-failed") == [steps.WAIT_IN_SYNC]
+    assert w.actions("step-failed") == [Action.WAIT_IN_SYNC]
 
 
 def test_a_partition_predicted_unavailable_after_the_step_may_be_offline(tmp_path: Path) -> None:
     w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))})
     w.kafka.boot()
-    plan = roll(3, Prediction(after=("payments-1",)))
+    plan = roll(3, Prediction(after=(TopicPartition("payments", 1),)))
     outcome = w.run(plan, failpoint=lose_leader_of_payments_1(w))
     assert outcome.status == "completed", outcome.error
-    (waited,) = [r for r in w.records("step-finished") if r["step"].endswith(steps.WAIT_IN_SYNC)]
+    (waited,) = [r for r in w.records("step-finished") if r["step"].endswith(Action.WAIT_IN_SYNC)]
     assert waited["result"]["unavailable_after"] == ["payments-1"]
     samples = w.records("sample")
     assert ["payments-1"] in [s["offline_partitions"] for s in samples]
@@ -152,7 +155,7 @@ def lingering_stop(w: World, after_s: float) -> Failpoint:
     w.kafka.stop_lingers.add(3)
 
     def linger(at: str) -> None:
-        if at == f"{steps.STOP}:started":
+        if at == f"{Action.STOP}:started":
             w.clock.at(after_s, lambda: w.kafka.stop(3))
 
     return linger
@@ -170,7 +173,9 @@ def test_the_stop_timeout_allows_for_the_controlled_shutdown_retries_of_server_p
     )
     w.kafka.boot()
     linger = lingering_stop(w, after_s=8)  # over the playbook's 5 s, within 5 + 2 x 3 s
-    outcome = w.run(roll(3, Prediction(last_in_isr=("payments-0",))), failpoint=linger)
+    outcome = w.run(
+        roll(3, Prediction(last_in_isr=(TopicPartition("payments", 0),))), failpoint=linger
+    )
     assert outcome.status == "completed", outcome.error
     (stopped,) = [r for r in w.records("step-finished") if r["step"].endswith(":stop")]
     assert stopped["result"]["stop_timeout_s"] == 11
@@ -186,7 +191,9 @@ def test_without_server_properties_kafkas_defaults_are_allowed(tmp_path: Path) -
     w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))})
     w.kafka.boot()
     linger = lingering_stop(w, after_s=18)  # within 5 s + 3 x 5 s
-    outcome = w.run(roll(3, Prediction(last_in_isr=("payments-0",))), failpoint=linger)
+    outcome = w.run(
+        roll(3, Prediction(last_in_isr=(TopicPartition("payments", 0),))), failpoint=linger
+    )
     assert outcome.status == "completed", outcome.error
     (stopped,) = [r for r in w.records("step-finished") if r["step"].endswith(":stop")]
     assert stopped["result"]["stop_timeout_s"] == 20
@@ -213,7 +220,7 @@ def stale_repair(tmp_path: Path) -> tuple[World, Plan]:
     w.kafka.boot(out_of_isr=[(3, "payments", 0)])
     held = w.kafka.metadata(3, "payments", 0)
     held.write_bytes(encode_partition_metadata(OLD_ID))
-    step = restart(3, steps.RESTART_ACTIONS, partitions=("payments-0",), files=(str(held),))
+    step = restart(3, steps.RESTART_ACTIONS, partitions=(PAYMENTS_0,), files=(str(held),))
     return w, plan_of([step], files={f"3:{held}": str(OLD_ID)})
 
 
@@ -222,7 +229,7 @@ def out_of_isr_at_convergence(w: World, *, back_after_s: float | None) -> Failpo
     `back_after_s` later (or never)."""
 
     def drop(at: str) -> None:
-        if at != f"{steps.CONVERGE}:started":
+        if at != f"{RunAction.CONVERGE}:started":
             return
         w.kafka.isr[("payments", 1)].remove(2)
         w.kafka.write_states()
@@ -240,7 +247,7 @@ def test_the_convergence_gate_waits_for_every_partition_to_converge(tmp_path: Pa
     w, plan = stale_repair(tmp_path)
     outcome = w.run(plan, failpoint=out_of_isr_at_convergence(w, back_after_s=2))
     assert outcome.status == "completed", outcome.error
-    (converged,) = [r for r in w.records("step-finished") if r["step"].endswith(steps.CONVERGE)]
+    (converged,) = [r for r in w.records("step-finished") if r["step"].endswith(RunAction.CONVERGE)]
     assert converged["step"] == "1:cluster:wait converged"
     assert converged["result"]["topics"] == ["payments"]
     assert converged["result"]["converged_after_s"] >= 2
@@ -255,7 +262,7 @@ def test_the_convergence_gate_halts_when_a_partition_does_not_converge(tmp_path:
         " leader, its full ISR, ZooKeeper's id in every file); last seen: 1 partition(s)"
         " without a leader and their full ISR: payments-1"
     )
-    assert w.actions("step-failed") == [steps.CONVERGE]
+    assert w.actions("step-failed") == [RunAction.CONVERGE]
 
 
 def test_the_convergence_gate_halts_on_a_file_that_disagrees_with_zookeeper(
@@ -264,7 +271,7 @@ def test_the_convergence_gate_halts_on_a_file_that_disagrees_with_zookeeper(
     w, plan = stale_repair(tmp_path)
 
     def plant(at: str) -> None:
-        if at == f"{steps.CONVERGE}:started":
+        if at == f"{RunAction.CONVERGE}:started":
             w.kafka.metadata(1, "payments", 1).write_bytes(encode_partition_metadata(OLD_ID))
 
     outcome = w.run(plan, failpoint=plant)
@@ -279,4 +286,4 @@ def test_a_rolling_restart_has_no_convergence_gate(tmp_path: Path) -> None:
     w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))})
     w.kafka.boot()
     assert w.run(roll(3)).status == "completed"
-    assert steps.CONVERGE not in w.actions("step-started")
+    assert RunAction.CONVERGE not in w.actions("step-started")

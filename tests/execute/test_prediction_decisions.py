@@ -23,8 +23,11 @@ from remediate.gates import (
     shutdown_allowance,
 )
 from remediate.plan import Fingerprint, Plan, RestartStep, RestoreStep
-from remediate.state import ClusterState
+from remediate.playbook import Action
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 from tests.plan.model import NEW, OLD, cluster
+
+ORDERS_0, ORDERS_1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 
 ORDERS = {"orders": {0: [1, 2, 3], 1: [2, 3, 1]}}
 AT_MIN = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1, isr={("orders", 0): [1, 3]})
@@ -92,7 +95,7 @@ def names(*offline: str, below: tuple[str, ...] = ()) -> Degraded:
     [
         (names(), names(), (), None),
         (names("a-0"), names("a-0"), (), None),
-        (names(), names("a-0"), ("a-0",), None),
+        (names(), names("a-0"), (TopicPartition("a", 0),), None),
         (names(), names("a-0"), (), "newly offline: a-0 (the plan did not predict them)"),
         (
             names(),
@@ -105,7 +108,7 @@ def names(*offline: str, below: tuple[str, ...] = ()) -> Degraded:
     ],
 )
 def test_newly_degraded_partitions_outside_the_prediction_block(
-    before: Degraded, now: Degraded, allowed: tuple[str, ...], expected: str | None
+    before: Degraded, now: Degraded, allowed: tuple[TopicPartition, ...], expected: str | None
 ) -> None:
     assert newly_degraded_blocker(before, now, allowed=allowed) == expected
 
@@ -162,11 +165,13 @@ def plan(*steps_: RestartStep | RestoreStep) -> Plan:
     )
 
 
-def restart(broker: int, partitions: tuple[str, ...], actions: tuple[str, ...]) -> RestartStep:
+def restart(
+    broker: int, partitions: tuple[TopicPartition, ...], actions: tuple[Action, ...]
+) -> RestartStep:
     return RestartStep(broker, "r", partitions, (), actions, (), is_controller=False)
 
 
-def restore(rolled_later: tuple[str, ...]) -> RestoreStep:
+def restore(rolled_later: tuple[ReplicaRef, ...]) -> RestoreStep:
     return RestoreStep(
         topic="orders",
         topic_id=str(OLD),
@@ -174,7 +179,7 @@ def restore(rolled_later: tuple[str, ...]) -> RestoreStep:
         znode_version=1,
         reelect=True,
         reason="r",
-        partitions=("orders-0", "orders-1"),
+        partitions=(ORDERS_0, ORDERS_1),
         actions=steps.RESTORE_ACTIONS,
         impact=(),
         playbook="restore-zk-topic-id",
@@ -185,18 +190,18 @@ def restore(rolled_later: tuple[str, ...]) -> RestoreStep:
 @pytest.mark.parametrize(
     ("the_plan", "expected"),
     [
-        (plan(restart(3, ("orders-0",), ("stop", "start"))), None),
+        (plan(restart(3, (ORDERS_0,), (Action.STOP, Action.START))), None),
         (plan(restore(())), None),
         (
-            plan(restart(3, ("orders-0",), steps.RESTART_ACTIONS)),
+            plan(restart(3, (ORDERS_0,), steps.RESTART_ACTIONS)),
             ConvergenceScope(frozenset({"orders"}), frozenset()),
         ),
         (
             plan(
-                restore(("orders-1 on broker 2", "orders-1 on broker 3")),
-                restart(3, ("payments-0",), steps.RESTART_ACTIONS),
+                restore((ReplicaRef(2, ORDERS_1), ReplicaRef(3, ORDERS_1))),
+                restart(3, (TopicPartition("payments", 0),), steps.RESTART_ACTIONS),
             ),
-            ConvergenceScope(frozenset({"orders", "payments"}), frozenset({("orders", 1)})),
+            ConvergenceScope(frozenset({"orders", "payments"}), frozenset({ORDERS_1})),
         ),
     ],
 )

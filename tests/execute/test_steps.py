@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from remediate.execute import steps
-from remediate.execute.steps import StepKey
-from remediate.playbook import load_playbook
+from remediate.execute.steps import Decision, StepKey
+from remediate.playbook import Action, load_playbook
 
 
 @pytest.mark.parametrize(
     ("text", "key"),
     [
-        ("0:broker-3:gate restart-safety", StepKey(0, "broker-3", steps.GATE_RESTART_SAFETY)),
-        ("12:broker-10:wait in-sync", StepKey(12, "broker-10", steps.WAIT_IN_SYNC)),
+        ("0:broker-3:gate restart-safety", StepKey(0, "broker-3", Action.GATE_RESTART_SAFETY)),
+        ("12:broker-10:wait in-sync", StepKey(12, "broker-10", Action.WAIT_IN_SYNC)),
         ("1:topic-orders.v2:zk-write topic-id", StepKey(1, "topic-orders.v2", "zk-write topic-id")),
-        ("2:broker-1:order", StepKey(2, "broker-1", steps.ORDER)),
+        ("2:broker-1:order", StepKey(2, "broker-1", Decision.ORDER)),
         ("rollback0:broker-3:rollback", StepKey(0, "broker-3", "rollback", rollback=True)),
         ("rollback1:broker-2:gate", StepKey(1, "broker-2", "gate", rollback=True)),
         ("broker-3:pre-gate", StepKey(None, "broker-3", "pre-gate")),
@@ -28,8 +28,8 @@ def test_keys_read_and_write_the_journal_format(text: str, key: StepKey) -> None
 
 
 def test_constructors_and_targets() -> None:
-    assert str(StepKey.for_broker(0, 3, steps.STOP)) == "0:broker-3:stop"
-    assert str(StepKey.for_topic(4, "orders", steps.VERIFY_TOPIC_IDS)) == (
+    assert str(StepKey.for_broker(0, 3, Action.STOP)) == "0:broker-3:stop"
+    assert str(StepKey.for_topic(4, "orders", Action.VERIFY_TOPIC_IDS)) == (
         "4:topic-orders:verify topic-ids"
     )
     assert str(StepKey.for_rollback(0, 3, "restore")) == "rollback0:broker-3:restore"
@@ -37,7 +37,7 @@ def test_constructors_and_targets() -> None:
     assert StepKey.parse("0:broker-3:stop").topic is None
     assert StepKey.parse("0:topic-a-1:stop").topic == "a-1"
     assert StepKey.parse("0:topic-a-1:stop").broker is None
-    assert StepKey.parse("0:broker-3:stop").with_action(steps.START) == StepKey(
+    assert StepKey.parse("0:broker-3:stop").with_action(Action.START) == StepKey(
         0, "broker-3", "start"
     )
 

@@ -21,7 +21,7 @@ from remediate.formats.logdir import encode_partition_metadata
 from remediate.formats.znodes import BROKER_IDS
 from remediate.plan import Plan
 from tests.execute.fake_cluster import OLD_ID, Topic, cluster_config
-from tests.execute.test_executor import PAYMENTS, RUN, World, plan_of, restart, world
+from tests.execute.test_executor import PAYMENTS, PAYMENTS_0, RUN, World, plan_of, restart, world
 
 
 def without_status(config: ClusterConfig) -> ClusterConfig:
@@ -62,7 +62,7 @@ def repaired(tmp_path: Path) -> tuple[World, Plan, Path]:
     w.kafka.boot(out_of_isr=[(3, "payments", 0)])
     held = w.kafka.metadata(3, "payments", 0)
     held.write_bytes(encode_partition_metadata(OLD_ID))
-    step = restart(3, steps.RESTART_ACTIONS, partitions=("payments-0",), files=(str(held),))
+    step = restart(3, steps.RESTART_ACTIONS, partitions=(PAYMENTS_0,), files=(str(held),))
     plan = plan_of([step], files={f"3:{held}": str(OLD_ID)})
     assert w.run(plan).status == "completed"
     assert held.read_bytes() != encode_partition_metadata(OLD_ID)

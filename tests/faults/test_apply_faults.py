@@ -26,7 +26,7 @@ from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from remediate.errors import SandboxError
 from remediate.execute import steps
-from remediate.execute.steps import CONVERGE, RESTART_ACTIONS, StepKey
+from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, cluster, process
@@ -49,7 +49,7 @@ from tests.sandbox.helpers import wait_until
 pytestmark = pytest.mark.slow
 
 # A one-broker repair: its restart step, then the run's convergence gate.
-ACTIONS = [*RESTART_ACTIONS, CONVERGE]
+ACTIONS = [*RESTART_ACTIONS, RunAction.CONVERGE]
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from remediate.formats import logdir, znodes
 from remediate.formats.jsonutil import load_object
 from remediate.formats.properties import load_properties
 from remediate.formats.topic_id import parse_topic_id
+from tests.formats import admin_znodes
 from tests.formats.helpers import (
     PER_DECODER,
     QUICK,
@@ -46,11 +47,11 @@ BYTE_PARSERS: dict[str, Parser] = {
     "controller": lambda data: znodes.decode_controller(data, source=SOURCE),
     "controller-epoch": lambda data: znodes.decode_controller_epoch(data, source=SOURCE),
     "topic-config": lambda data: znodes.decode_topic_config(data, source=SOURCE),
-    "isr-change": lambda data: znodes.decode_isr_change_notification(data, source=SOURCE),
-    "preferred-election": lambda data: znodes.decode_preferred_replica_election(
+    "isr-change": lambda data: admin_znodes.decode_isr_change_notification(data, source=SOURCE),
+    "preferred-election": lambda data: admin_znodes.decode_preferred_replica_election(
         data, source=SOURCE
     ),
-    "reassign": lambda data: znodes.decode_reassign_partitions(data, source=SOURCE),
+    "reassign": lambda data: admin_znodes.decode_reassign_partitions(data, source=SOURCE),
     "cluster-id": lambda data: znodes.decode_cluster_id(data, source=SOURCE),
 }
 JSON_PARSERS = {

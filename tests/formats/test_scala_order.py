@@ -1,6 +1,6 @@
 """The key order of Kafka's JSON maps (remediate/formats/scala_order.py), held to znodes real
 Kafka wrote (tests/formats/data/scala_key_order.json, recorded from real Kafka 2.8.2 and Kafka
-1.0.2's TopicCommand; tests/real_kafka/test_kafka_formats.py compares with live ones)."""
+1.0.2's TopicCommand; tests/sandbox/test_incident.py compares with live ones on real Kafka)."""
 
 from __future__ import annotations
 

@@ -11,33 +11,35 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from remediate.formats.znodes import (
-    ADMIN_DELETE_TOPICS,
-    ADMIN_PREFERRED_REPLICA_ELECTION,
-    ADMIN_REASSIGN_PARTITIONS,
     BROKER_IDS,
     BROKER_TOPICS,
     CLUSTER_ID,
-    CONFIG_CHANGES,
     CONFIG_TOPICS,
     CONTROLLER,
     CONTROLLER_EPOCH,
-    ISR_CHANGE_NOTIFICATION,
-    TopicPartitionRef,
     broker_path,
-    decode_isr_change_notification,
-    decode_preferred_replica_election,
-    decode_reassign_partitions,
     decode_topic_config,
-    encode_config_change,
-    encode_isr_change_notification,
-    encode_preferred_replica_election,
-    encode_reassign_partitions,
     encode_topic_config,
     partition_path,
     partition_state_path,
     partitions_path,
     topic_config_path,
     topic_path,
+)
+from tests.formats.admin_znodes import (
+    ADMIN_DELETE_TOPICS,
+    ADMIN_PREFERRED_REPLICA_ELECTION,
+    ADMIN_REASSIGN_PARTITIONS,
+    CONFIG_CHANGES,
+    ISR_CHANGE_NOTIFICATION,
+    TopicPartitionRef,
+    decode_isr_change_notification,
+    decode_preferred_replica_election,
+    decode_reassign_partitions,
+    encode_config_change,
+    encode_isr_change_notification,
+    encode_preferred_replica_election,
+    encode_reassign_partitions,
 )
 from tests.formats.helpers import FAST, expect_format_error, int32s, legal_topics
 

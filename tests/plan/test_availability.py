@@ -18,8 +18,10 @@ from remediate.plan.availability import (
 )
 from remediate.plan.order import order_restarts
 from remediate.scan.report import Finding
-from remediate.state import ClusterState
+from remediate.state import ClusterState, TopicPartition
 from tests.plan.model import OLD, cluster, findings_for
+
+T0 = TopicPartition("t", 0)
 
 P = ("t", 0)
 ALL = frozenset({P})
@@ -68,7 +70,7 @@ def predict(
     return simulate(model, actions)
 
 
-def windows(timeline: Timeline) -> Mapping[str, tuple[str, ...]]:
+def windows(timeline: Timeline) -> Mapping[TopicPartition, tuple[str, ...]]:
     return timeline.windows()
 
 
@@ -85,7 +87,7 @@ def test_a_stale_leader_rejects_the_epoch_bump_a_follower_restart_causes() -> No
     state, findings = one_partition(stale=[1, 2])
     timeline = predict(state, findings, [Restart(3, ALL)])
     assert timeline.unavailable_now == frozenset()
-    assert windows(timeline) == {"t-0": ("step 1", "after step 1")}
+    assert windows(timeline) == {T0: ("step 1", "after step 1")}
     # Broker 3, back with no file, is at a newer epoch than its leader: it cannot follow.
     assert timeline.phases[0].out_of_isr_after == ALL
 
@@ -100,7 +102,7 @@ def test_a_stale_replica_made_leader_never_takes_the_leadership() -> None:
     # Leader 1 stops; the controller elects 2, which holds OLD and rejects.
     state, findings = one_partition(stale=[2])
     timeline = predict(state, findings, [Restart(1)])
-    assert windows(timeline) == {"t-0": ("step 1", "after step 1")}
+    assert windows(timeline) == {T0: ("step 1", "after step 1")}
 
 
 def test_the_last_in_sync_replica_retries_then_goes_offline_until_it_returns() -> None:

@@ -23,10 +23,10 @@ from remediate.plan import (
 )
 from remediate.plan.availability import Restart, build_model, harm, simulate
 from remediate.plan.planner import _cleared
-from remediate.playbook import Playbook, load_playbook
+from remediate.playbook import Action, Playbook, load_playbook
 from remediate.render import plan_markdown, plan_table
 from remediate.scan.report import Finding
-from remediate.state import ClusterState
+from remediate.state import ClusterState, TopicPartition
 from tests.plan.model import cluster, findings_for
 
 REPAIR = load_playbook("topicid-mismatch")
@@ -73,7 +73,7 @@ def test_followers_of_a_leader_that_agrees_are_repaired_controller_last() -> Non
     assert [s.broker for s in plan.steps] == [3, 2]
     assert [s.is_controller for s in plan.steps] == [False, True]
     assert plan.steps[0].files == tuple(files(3, "t-0"))
-    assert plan.steps[0].partitions == ("t-0",)
+    assert plan.steps[0].partitions == (TopicPartition("t", 0),)
     assert plan.steps[0].impact == ("t-0: isr 3 -> 2 (min 2)",)
     assert plan.steps[0].actions == steps.RESTART_ACTIONS
     assert "will leave the ISR" not in plan.steps[0].reason
@@ -112,11 +112,12 @@ def test_after_reproduce_the_plan_is_the_repair_with_its_impact() -> None:
     # leaders (a 2.8 follower's fetch carries no id), so orders-0 (replicas 1, 2, 3) moves to
     # broker 1 when broker 2 stops and stays available; orders-1 and orders-2 move to broker 3,
     # which rejects the leadership until its own restart.
+    orders_1, orders_2 = TopicPartition("orders", 1), TopicPartition("orders", 2)
     assert plan.newly_unavailable == {
-        "orders-1": ("step 2", "after step 2"),
-        "orders-2": ("step 2", "after step 2"),
+        orders_1: ("step 2", "after step 2"),
+        orders_2: ("step 2", "after step 2"),
     }
-    assert plan.restarts[1].predicted.during == ("orders-1", "orders-2")
+    assert plan.restarts[1].predicted.during == (orders_1, orders_2)
     assert plan.restarts[2].predicted.after == ()
 
 
@@ -232,7 +233,7 @@ def test_rolling_restart_takes_every_broker_and_no_file() -> None:
     assert plan.steps[0].actions == tuple(
         a
         for a in steps.RESTART_ACTIONS
-        if a not in (steps.BACKUP, steps.DELETE, steps.VERIFY_TOPIC_IDS)
+        if a not in (Action.BACKUP, Action.DELETE, Action.VERIFY_TOPIC_IDS)
     )
     assert plan.skipped == ((4, "hosts no partition or is not registered"),)
 

@@ -19,7 +19,7 @@ from remediate.plan import (
 from remediate.playbook import load_playbook
 from remediate.render import plan_markdown
 from remediate.scan.report import Finding
-from remediate.state import ClusterState
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 from tests.plan.model import NEW, OLD, cluster, findings_for
 
 REPAIR = load_playbook("topicid-mismatch")
@@ -107,7 +107,8 @@ def test_a_topic_whose_replicas_hold_two_ids_gets_both_candidates_weighed() -> N
     chosen = plan_for(state, findings_for(state, kinds), candidate="restore-id")
     (step,) = chosen.restores
     assert (step.topic_id, step.zk_topic_id) == (OLD, NEW)
-    assert step.rolled_later == tuple(f"orders-1 on broker {b}" for b in (1, 2, 3))
+    assert step.rolled_later == tuple(ReplicaRef(b, TopicPartition("orders", 1)) for b in (1, 2, 3))
+    assert [str(r) for r in step.rolled_later] == [f"orders-1 on broker {b}" for b in (1, 2, 3)]
 
 
 def test_a_lost_id_is_restored_without_election_before_anything_else() -> None:

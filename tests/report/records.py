@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from remediate.execute import steps
 from remediate.execute.journal import iso_time
+from remediate.playbook import Action
 
 T0 = 1795343640.0  # 2026-11-22T10:34:00Z
 RUN = "20261122T103400Z-abc123"
@@ -177,11 +177,11 @@ PLAN: dict[str, Any] = {
             "partitions": ["payments-0"],
             "files": list(FILES),
             "actions": [
-                steps.GATE_RESTART_SAFETY,
-                steps.STOP,
-                steps.BACKUP,
-                steps.DELETE,
-                steps.START,
+                Action.GATE_RESTART_SAFETY,
+                Action.STOP,
+                Action.BACKUP,
+                Action.DELETE,
+                Action.START,
             ],
             "impact": ["payments-0: isr 2 -> 2 (min 2)"],
             "is_controller": False,

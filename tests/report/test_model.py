@@ -226,6 +226,23 @@ def test_notes_and_retries_are_shown_in_order_with_what_was_retried() -> None:
     ]
 
 
+def test_an_action_left_out_is_shown_with_the_reason() -> None:
+    entries: list[Entry] = [
+        *run_start(),
+        (1.0, "run-resumed", {"by": "oncall"}),
+        (
+            1.1,
+            "step-skipped",
+            {"step": "0:broker-3:stop", "reason": "finished earlier in this run: not repeated"},
+        ),
+    ]
+    report = build_report(records(*entries), PLAN)
+    assert [(n.step, n.text) for n in report.notes] == [
+        ("0:broker-3:stop", "not carried out: finished earlier in this run: not repeated")
+    ]
+    assert report.actions == ()
+
+
 def test_files_gone_before_a_resumed_delete_count_as_deleted() -> None:
     entries: list[Entry] = [
         *run_start(),

@@ -16,7 +16,7 @@ import yaml
 from PIL import Image, ImageStat
 
 from remediate.execute.journal import list_runs
-from remediate.execute.steps import CONVERGE, RESTART_ACTIONS, StepKey
+from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.report.chart import COLOURS
 from remediate.sandbox import cluster
 from remediate.sandbox.reproduce import Incident
@@ -74,6 +74,17 @@ def test_fix_writes_the_report_beside_the_journal_and_prints_its_path(run: Run) 
     assert checked["status"] == "OK" and checked["counts"]["OK"] > 0
 
 
+def test_output_into_a_pipe_keeps_every_backup_path_on_one_line(run: Run) -> None:
+    """fix's human output went into a pipe (as into `fix --yes > fix.log`): nothing is wrapped,
+    so every backup archive and every file it names can be copied from one line."""
+    backups = Path(yaml.safe_load(run.config.read_text())["backup_dir"]) / run.run_id
+    archives = sorted(str(p) for p in backups.rglob("*.tar.gz"))
+    assert archives
+    lines = run.stderr.splitlines()
+    for archive in archives:
+        assert [line for line in lines if archive in line], f"{archive} is not whole on a line"
+
+
 def test_apply_json_names_its_report(run: Run, tmp_path: Path) -> None:
     """The cluster is healthy now: an empty plan, applied, is still a run with a report."""
     plan_path = tmp_path / "plan.json"
@@ -97,7 +108,7 @@ def test_the_markdown_has_every_step_and_gate_decision_of_the_journal(run: Run) 
     text = done.stdout
     rows = table_rows(text)
     steps = [r["step"] for r in run.records if r["event"] == "step-started"]
-    assert [StepKey.parse(s).action for s in steps] == [*RESTART_ACTIONS, CONVERGE]
+    assert [StepKey.parse(s).action for s in steps] == [*RESTART_ACTIONS, RunAction.CONVERGE]
     assert [r[0].strip("`") for r in rows if r[0].strip("`") in steps] == steps
     gates = [r for r in run.records if r["event"] == "gate"]
     assert gates

@@ -22,6 +22,13 @@ from tests.report.records import (
 Expected = tuple[str, str, float, float, str]
 
 
+def action(start: float, end: float, key: str) -> list[Entry]:
+    return [
+        (start, "step-started", {"step": key, "resumed": False}),
+        (end, "step-finished", {"step": key, "result": {}}),
+    ]
+
+
 def spans(entries: list[Entry]) -> list[Expected]:
     line = timeline(build_report(records(*entries), PLAN))
     return [(s.row, s.phase, round(s.start, 3), round(s.end, 3), s.outcome) for s in line.spans]
@@ -85,8 +92,37 @@ def spans(entries: list[Entry]) -> list[Expected]:
             ],
             [("broker 3", "rolling back", 1.0, 4.0, FINISHED)],
         ),
+        (
+            # A rollback whose actions are journaled one by one: drawn as actions.
+            [
+                *run_start(),
+                (1.0, "rollback-started", {"step": "rollback0:broker-3:rollback", "broker": 3}),
+                *action(1.0, 1.1, "rollback0:broker-3:gate restart-safety"),
+                *action(1.1, 2.0, "rollback0:broker-3:stop"),
+                *action(2.0, 3.0, "rollback0:broker-3:restore"),
+                *action(3.0, 3.5, "rollback0:broker-3:start"),
+                *action(3.5, 4.0, "rollback0:broker-3:wait registered"),
+                (4.0, "rollback-finished", {"step": "rollback0:broker-3:rollback", "broker": 3}),
+            ],
+            [
+                ("broker 3", "gate", 1.0, 1.1, FINISHED),
+                ("broker 3", "stopping", 1.1, 2.0, FINISHED),
+                ("broker 3", STOPPED, 2.0, 4.0, FINISHED),
+                ("broker 3", "rolling back", 2.0, 3.0, FINISHED),
+                ("broker 3", "starting", 3.0, 3.5, FINISHED),
+                ("broker 3", "starting", 3.5, 4.0, FINISHED),
+            ],
+        ),
     ],
-    ids=["restart", "halted-then-resumed", "blocked", "crashed-while-down", "restore", "rollback"],
+    ids=[
+        "restart",
+        "halted-then-resumed",
+        "blocked",
+        "crashed-while-down",
+        "restore",
+        "rollback",
+        "rollback-by-action",
+    ],
 )
 def test_spans_show_what_each_broker_was_doing(
     entries: list[Entry], expected: list[Expected]

@@ -1,8 +1,9 @@
-"""The reference's "2.8 post-failover state and the restart repair", one test per rule.
+"""Kafka 2.8's rules after the failover and in the restart repair, one test per rule.
 
-Each test names its rule and cites the Kafka source line (tag 2.8.2 unless noted) that
-the reference (kafka-zk.md) took it from. Rules about one broker's replica manager run on the
-emulator's ReplicaManager directly; rules that need the controller start a sandbox.
+Each test names its rule and cites the Kafka source line it follows (tag 2.8.2 unless
+noted). Rules about one broker's replica manager run on the emulator's ReplicaManager
+directly; rules that need the controller start a sandbox. The same behaviour on real Kafka
+is held by the tests that run on both kinds of sandbox (docs/sandbox.md).
 """
 
 from __future__ import annotations

@@ -16,21 +16,19 @@ NO_EVIDENCE = f"{BASE_COLUMNS}, CAST(NULL AS STRING) AS evidence"
 
 STALE_LEADER_RULE = f"""
 -- {K.LEADER_FENCED_BY_STALE_ID}: ZooKeeper names a leader that is fenced by a stale topic id.
--- Facts (reference/kafka-zk.md, "The 2.8 post-failover state"; Kafka 2.8.2, paths under
--- core/src/main/scala/kafka/): a broker whose in-memory id differs from a LeaderAndIsr's logs
--- the mismatch (cluster/Partition.scala:438-458) and skips that partition's state change
--- (server/ReplicaManager.scala:1373-1374), so it keeps its old leader epoch; a broker that
--- does become leader at an epoch writes it to its leader-epoch-checkpoint at once
--- (cluster/Partition.scala:592 makeLeader -> log/Log.scala:1366-1370 ->
--- server/epoch/LeaderEpochFileCache.scala:57-62, a new entry for any new epoch, then flush;
--- 3.4.1: cluster/Partition.scala:631 for every new leader epoch); every controller change
--- of leader or ISR bumps leader_epoch (api/LeaderAndIsr.scala:41). So ZooKeeper's
--- leader_epoch above the leader's latest checkpoint epoch, with the leader's
--- partition.metadata holding another id than ZooKeeper, means the leader rejected the
--- current epoch: its AlterIsr is fenced, its high watermark frozen, acks=all produce times
--- out, although ZooKeeper shows a leader and an ISR. A leader whose checkpoint has no entry
--- (absent or empty file) is not judged: the rule needs that fact. The zxids and the logged
--- rejections are evidence, not conditions.
+-- Facts (Kafka 2.8.2, paths under core/src/main/scala/kafka/): a broker whose in-memory id differs
+-- from a LeaderAndIsr's logs the mismatch (cluster/Partition.scala:438-458) and skips that
+-- partition's state change (server/ReplicaManager.scala:1373-1374), so it keeps its old leader
+-- epoch; a broker that does become leader at an epoch writes it to its leader-epoch-checkpoint at
+-- once (cluster/Partition.scala:592 makeLeader -> log/Log.scala:1366-1370 ->
+-- server/epoch/LeaderEpochFileCache.scala:57-62, a new entry for any new epoch, then flush; 3.4.1:
+-- cluster/Partition.scala:631 for every new leader epoch); every controller change of leader or ISR
+-- bumps leader_epoch (api/LeaderAndIsr.scala:41). So ZooKeeper's leader_epoch above the leader's
+-- latest checkpoint epoch, with the leader's partition.metadata holding another id than ZooKeeper,
+-- means the leader rejected the current epoch: its AlterIsr is fenced, its high watermark frozen,
+-- acks=all produce times out, although ZooKeeper shows a leader and an ISR. A leader whose
+-- checkpoint has no entry (absent or empty file) is not judged: the rule needs that fact. The zxids
+-- and the logged rejections are evidence, not conditions.
 rejected AS (
     SELECT cluster, broker, topic, partition, request_topic_id,
            count(*) AS lines, max(logged_at) AS last_logged_at,

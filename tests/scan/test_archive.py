@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from remediate.errors import ScanError
-from remediate.scan import archive
+from remediate.scan import archive, archive_build
 from remediate.scan.session import DRIVER_JAVA_OPTIONS, prepare_environment
 
 OPTIONS = "-XX:TieredStopAtLevel=1"
@@ -115,7 +115,7 @@ def test_options_with_an_archive_map_it_and_say_nothing() -> None:
 def test_building_with_a_conf_dir_that_is_not_empty_is_refused() -> None:
     (Path(os.environ["SPARK_CONF_DIR"]) / "spark-defaults.conf").write_text("")
     with pytest.raises(ScanError, match="not an empty directory"):
-        archive.build(OPTIONS)
+        archive_build.build(OPTIONS)
 
 
 def test_a_cache_that_cannot_be_written_gives_a_conf_dir_of_its_own(
@@ -145,8 +145,8 @@ def test_the_driver_jvm_maps_the_archive_make_setup_built() -> None:
     """`make setup` builds it (`remediate prepare-spark`); where it has not run, it is built
     here, which takes half a minute to a minute."""
     prepare_environment()
-    built = archive.usable(DRIVER_JAVA_OPTIONS) or archive.build(DRIVER_JAVA_OPTIONS)
-    assert built == archive.build(DRIVER_JAVA_OPTIONS), "a second build is a no-op"
+    built = archive.usable(DRIVER_JAVA_OPTIONS) or archive_build.build(DRIVER_JAVA_OPTIONS)
+    assert built == archive_build.build(DRIVER_JAVA_OPTIONS), "a second build is a no-op"
     done = subprocess.run(
         [sys.executable, "-c", MAPPED, str(built)],
         capture_output=True,
@@ -161,11 +161,11 @@ def test_the_driver_jvm_maps_the_archive_make_setup_built() -> None:
 
 def test_the_newest_archives_are_kept(tmp_path: Path) -> None:
     """Other installs' archives stay (another checkout, an older Java), the newest few only."""
-    for n in range(archive.KEEP + 2):
+    for n in range(archive_build.KEEP + 2):
         made = tmp_path / f"{n}.jsa"
         made.write_bytes(b"")
         os.utime(made, (1_000_000 + n, 1_000_000 + n))
     (tmp_path / "notes.txt").write_text("not an archive")
-    archive._prune(tmp_path)
+    archive_build.prune(tmp_path)
     kept = sorted(p.name for p in tmp_path.iterdir())
-    assert kept == sorted([f"{n}.jsa" for n in range(2, archive.KEEP + 2)] + ["notes.txt"])
+    assert kept == sorted([f"{n}.jsa" for n in range(2, archive_build.KEEP + 2)] + ["notes.txt"])

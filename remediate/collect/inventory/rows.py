@@ -1,23 +1,13 @@
-"""A broker's inventory as snapshot rows: one ReplicaRow per directory found, one log_dirs row
-per configured log dir, and the state-change log's tail.
-
-`inventory_rows` reads an inventory command's output: the common output (every directory a
-Kafka partition) in bulk (remediate/collect/plain_inventory.py), anything else with the general
-parser (`parse_inventory`, then `replica_rows`). Both give the same rows.
-"""
+"""A parsed inventory as snapshot rows: one ReplicaRow per directory found, one log_dirs row
+per configured log dir. The general path; bulk.py gives the same rows without the parser."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from remediate.collect.inventory import (
-    DirEntry,
-    Inventory,
-    StateChangeTail,
-    classify_metadata,
-    parse_inventory,
-)
+from remediate.collect.inventory.classify import classify_metadata
+from remediate.collect.inventory.model import DirEntry, Inventory
 from remediate.collect.snapshot import ReplicaRow, display_name
 
 LogDirRows = list[dict[str, Any]]
@@ -61,18 +51,3 @@ def replica_rows(inventory: Inventory) -> tuple[LogDirRows, list[ReplicaRow]]:
         log_dirs.append({"log_dir": log_dir.path, "state": log_dir.state})
         replicas += [entry_row(entry) for entry in log_dir.entries]
     return log_dirs, replicas
-
-
-def inventory_rows(
-    output: str, *, source: str
-) -> tuple[LogDirRows, list[ReplicaRow], StateChangeTail | None]:
-    """(log_dirs rows, replicas rows, the state-change log's tail) from an inventory command's
-    output; FormatError (naming `source` and the line) for an output that is not whole."""
-    from remediate.collect.plain_inventory import read_rows  # noqa: PLC0415
-
-    plain = read_rows(output)
-    if plain is not None:
-        return plain
-    inventory = parse_inventory(output, source=source)
-    log_dirs, replicas = replica_rows(inventory)
-    return log_dirs, replicas, inventory.state_change

@@ -6,12 +6,11 @@ Reading them one line at a time, through the general parser's objects, costs sec
 Python across a large cluster. Here each log dir's plain records are matched by two regular
 expressions at once, and each directory becomes its snapshot row directly. The few other
 records (hex names or contents, unreadable files) are read by the general parser's own record
-readers, and their directories take the general path to their rows.
+readers (parser.py), and their directories take the general path to their rows (rows.py).
 
-`read_rows` gives exactly the rows the general path gives (remediate/collect/rows.py), or None
-whenever the output is not whole and well-formed: the general parser then reads it, and refuses
-it with the line that is wrong. tests/collect/test_plain_inventory.py holds the two to the
-same result.
+`read_rows` gives exactly the rows the general path gives, or None whenever the output is not
+whole and well-formed: the general parser then reads it, and refuses it with the line that is
+wrong (read.py). tests/collect/test_plain_inventory.py holds the two to the same result.
 """
 
 from __future__ import annotations
@@ -21,27 +20,28 @@ import os
 import re
 from typing import Any
 
-from remediate.collect.inventory import (
-    _END_RE,
-    _HEADER_RE,
-    _J_RE,
-    _L_RE,
-    _PLAIN,
-    _R_RE,
-    _Z_RE,
+from remediate.collect.inventory.classify import accepted_topic_id, classify_metadata, partition_of
+from remediate.collect.inventory.grammar import (
+    END_RE,
+    EPOCH,
     FORMAT_VERSION,
-    FileState,
-    StateChangeLogState,
-    StateChangeTail,
-    _entry,
-    _EntryBuilder,
-    _LogDirBuilder,
-    _Parser,
-    _partition,
-    _topic_id_of,
-    classify_metadata,
+    HEADER_RE,
+    J_RE,
+    L_RE,
+    METADATA,
+    PLAIN,
+    R_RE,
+    WHICH,
+    Z_RE,
 )
-from remediate.collect.rows import LogDirRows, entry_row, latest_epoch
+from remediate.collect.inventory.model import FileState, StateChangeLogState, StateChangeTail
+from remediate.collect.inventory.parser import (
+    EntryBuilder,
+    LogDirBuilder,
+    RecordReader,
+    build_entry,
+)
+from remediate.collect.inventory.rows import LogDirRows, entry_row, latest_epoch
 from remediate.collect.snapshot import ReplicaRow
 from remediate.errors import FormatError
 
@@ -58,10 +58,9 @@ PlainFile = tuple[str, str, str, str]
 def _records(index: int) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """The `d` and present `f` records of log dir `index`, each with its line end."""
     number = "(?:0|[1-9][0-9]{0,17})"
-    directory = re.compile(f"^d {index} {_PLAIN}\n", re.M)
+    directory = re.compile(f"^d {index} {PLAIN}\n", re.M)
     file = re.compile(
-        f"^f {index} {_PLAIN} (metadata|epoch) present ({number}) ({number}|-) ([01])"
-        "(\t[ -~\t]*)?\n",
+        f"^f {index} {PLAIN} {WHICH} present ({number}) ({number}|-) ([01])(\t[ -~\t]*)?\n",
         re.M,
     )
     return directory, file
@@ -77,17 +76,17 @@ def _plain_row(
     log_dir: str, name: str, metadata: PlainFile | None, epoch: PlainFile | None
 ) -> ReplicaRow:
     """The row of a directory whose records were all plain: what `entry_row` gives for it."""
-    partition, problem = _partition(name)
+    partition, problem = partition_of(name)
     state, topic_id, metadata_problem = "missing", None, None
     if metadata is not None:
         content = metadata[3][1:].replace("\t", "\n").encode("ascii")
-        topic_id = _topic_id_of(content, metadata[2] == "0")
+        topic_id = accepted_topic_id(content, metadata[2] == "0")
         state = "ok"
         if topic_id is None:  # refused: the general verdict names the file and the reason
-            entry = _entry(
+            entry = build_entry(
                 log_dir,
                 name.encode("ascii"),
-                _EntryBuilder(True, {"metadata": _file_state(metadata)}),
+                EntryBuilder(True, {METADATA: _file_state(metadata)}),
             )
             finding = classify_metadata(entry)
             state, metadata_problem = finding.state, finding.problem
@@ -119,7 +118,7 @@ def _log_dir_rows(text: str, index: int, path: str) -> list[ReplicaRow] | None:
         plain[name] = [None, None]
     for name, which, shown, total, cut, lines in file.findall(text):
         files = plain.get(name)
-        slot = 0 if which == "metadata" else 1
+        slot = 0 if which == METADATA else 1
         count = lines.count("\t")
         if (
             files is None
@@ -134,14 +133,14 @@ def _log_dir_rows(text: str, index: int, path: str) -> list[ReplicaRow] | None:
     if _AFTER_OTHER_RE.search(text):
         return None
     rest = file.sub("", directory.sub("", text))
-    general: dict[bytes, _EntryBuilder] = {}
+    general: dict[bytes, EntryBuilder] = {}
     if rest and not _read_rest(rest, index, plain, general):
         return None
     rows = [(name.encode("ascii"), _plain_row(path, name, *files)) for name, files in plain.items()]
     for raw, builder in general.items():
         if not builder.listed:
             return None
-        rows.append((raw, entry_row(_entry(path, raw, builder))))
+        rows.append((raw, entry_row(build_entry(path, raw, builder))))
     return [row for _raw, row in sorted(rows, key=lambda pair: pair[0])]
 
 
@@ -149,13 +148,13 @@ def _read_rest(
     rest: str,
     index: int,
     plain: dict[str, list[PlainFile | None]],
-    general: dict[bytes, _EntryBuilder],
+    general: dict[bytes, EntryBuilder],
 ) -> bool:
     """Read the records the bulk match left, with the general parser's record readers, into
     `general`; a directory among them leaves `plain` with what it had. False on anything the
     general parser would refuse."""
-    parser = _Parser(rest, "")
-    current = _LogDirBuilder("", "present", general)
+    parser = RecordReader(rest, "")
+    current = LogDirBuilder("", "present", general)
     try:
         while parser.pos < len(parser.lines):
             line = parser.next_line()
@@ -173,7 +172,7 @@ def _read_rest(
 
 
 def _move_to_general(
-    line: str, plain: dict[str, list[PlainFile | None]], general: dict[bytes, _EntryBuilder]
+    line: str, plain: dict[str, list[PlainFile | None]], general: dict[bytes, EntryBuilder]
 ) -> None:
     """A directory with a record the bulk match did not take is read the general way: what
     was matched for it so far moves to its builder."""
@@ -189,9 +188,9 @@ def _move_to_general(
     files = plain.pop(name, None)
     if files is None:
         return
-    builder = general.setdefault(name.encode("ascii"), _EntryBuilder())
+    builder = general.setdefault(name.encode("ascii"), EntryBuilder())
     builder.listed = True
-    for which, file in zip(("metadata", "epoch"), files, strict=True):
+    for which, file in zip((METADATA, EPOCH), files, strict=True):
         if file is not None:
             builder.files[which] = _file_state(file)
 
@@ -202,7 +201,7 @@ def read_rows(output: str) -> tuple[LogDirRows, list[ReplicaRow], StateChangeTai
     lines = list(_STRUCTURE_RE.finditer(output))
     if not lines or lines[0].start() != 0:
         return None
-    header = _HEADER_RE.fullmatch(lines[0].group())
+    header = HEADER_RE.fullmatch(lines[0].group())
     if header is None or int(header.group(1)) != FORMAT_VERSION:
         return None
     log_dirs: LogDirRows = []
@@ -227,7 +226,7 @@ def read_rows(output: str) -> tuple[LogDirRows, list[ReplicaRow], StateChangeTai
             if state_change is None:
                 return None
         else:
-            end = _END_RE.fullmatch(line.group())
+            end = END_RE.fullmatch(line.group())
             if end is None or int(end.group(1)) != len(log_dirs) or at != len(lines) - 1:
                 return None
             if output[line.end() :] not in ("", "\n"):
@@ -242,7 +241,7 @@ def _log_dir(
 ) -> tuple[dict[str, Any], list[ReplicaRow], int] | None:
     """The log dir whose L record is `lines[at]`: its log_dirs row, its replicas rows and the
     next structural line."""
-    found = _L_RE.fullmatch(lines[at].group())
+    found = L_RE.fullmatch(lines[at].group())
     if found is None or int(found.group(1)) != index:
         return None
     path = os.fsdecode(bytes.fromhex(found.group(2)))
@@ -252,7 +251,7 @@ def _log_dir(
     close = at + 1
     while close < len(lines) and lines[close].group()[:1] in ("D", "F", "T"):
         close += 1
-    status = _Z_RE.fullmatch(lines[close].group()) if close < len(lines) else None
+    status = Z_RE.fullmatch(lines[close].group()) if close < len(lines) else None
     if status is None or int(status.group(1)) != index:
         return None
     rows = _log_dir_rows(output[lines[at].end() + 1 : lines[close].start()], index, path)
@@ -264,7 +263,7 @@ def _log_dir(
 
 def _rejections(lines: list[re.Match[str]], at: int) -> tuple[StateChangeTail | None, int]:
     """The R record at `at` and its J lines: the tail and the next structural line."""
-    found = _R_RE.fullmatch(lines[at].group())
+    found = R_RE.fullmatch(lines[at].group())
     if found is None:
         return None, at
     if found.group(1) is not None:
@@ -276,7 +275,7 @@ def _rejections(lines: list[re.Match[str]], at: int) -> tuple[StateChangeTail | 
         if at + offset >= len(lines):
             return None, at
         line = lines[at + offset]
-        record = _J_RE.fullmatch(line.group())
+        record = J_RE.fullmatch(line.group())
         if record is None or line.start() != lines[at + offset - 1].end() + 1:
             return None, at
         rejected.append(bytes.fromhex(record.group(1)))

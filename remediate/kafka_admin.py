@@ -1,0 +1,170 @@
+"""Kafka's admin requests, behind one port: moving a replica between its broker's log dirs
+(AlterReplicaLogDirs), where each replica is (DescribeLogDirs), reassigning a partition to
+the replicas it has (AlterPartitionReassignments, the repair's trigger), the reassignments
+under way (ListPartitionReassignments), and each broker's Kafka version.
+
+`KafkaPythonAdmin` speaks Kafka's protocol through kafka-python, the well-kept client that
+has all four requests (confluent-kafka's AdminClient has none of them); the sandbox's
+emulated brokers have their own adapter (remediate/sandbox/admin_port.py). Errors come back
+as Kafka's error names, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# (topic, partition) and (topic, partition, broker), as Kafka's TopicPartition and
+# TopicPartitionReplica.
+Partition = tuple[str, int]
+Replica = tuple[str, int, int]
+NO_ANSWER = "NO_ANSWER"
+
+
+@dataclass(frozen=True)
+class ReplicaPlace:
+    """Where a replica's log is on its broker, and the move under way, if any."""
+
+    log_dir: str | None
+    future_dir: str | None
+    size: int
+
+
+class KafkaAdmin(Protocol):
+    def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
+        """Ask each broker to move its replicas to the given log dirs; the error per replica."""
+
+    def replica_places(
+        self, brokers: Iterable[int], partitions: Iterable[Partition]
+    ) -> dict[Replica, ReplicaPlace]:
+        """Where each broker keeps its replica of each partition (absent: no replica)."""
+
+    def reassign(
+        self, reassignments: Mapping[Partition, Sequence[int]]
+    ) -> dict[Partition, str | None]:
+        """Reassign partitions to the replica lists given; the error per partition."""
+
+    def ongoing_reassignments(self) -> set[Partition]: ...
+
+    def kafka_version(self, broker: int) -> tuple[int, int] | None:
+        """The broker's Kafka release (major, minor), as its API versions tell it."""
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Security:
+    """How to reach the brokers' listener: Kafka's security protocol and its settings."""
+
+    protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+    username: str | None = None
+    password: str | None = None
+
+    def client_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"security_protocol": self.protocol}
+        if self.protocol in ("SSL", "SASL_SSL"):
+            config.update(
+                ssl_cafile=self.ca_file, ssl_certfile=self.cert_file, ssl_keyfile=self.key_file
+            )
+        if self.protocol.startswith("SASL"):
+            config.update(
+                sasl_mechanism=self.sasl_mechanism or "PLAIN",
+                sasl_plain_username=self.username,
+                sasl_plain_password=self.password,
+            )
+        return config
+
+
+def _error_name(error: Any) -> str | None:
+    """kafka-python's error class (or instance) as Kafka's error name; None for no error."""
+    if error is None or getattr(error, "errno", None) == 0:
+        return None
+    return str(getattr(error, "message", error))
+
+
+class KafkaPythonAdmin:
+    """KafkaAdmin over Kafka's own protocol (kafka-python's KafkaAdminClient)."""
+
+    def __init__(
+        self,
+        bootstrap: Sequence[str],
+        *,
+        security: Security | None = None,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        from kafka.admin import KafkaAdminClient  # noqa: PLC0415 (only where it is used)
+
+        self._client = KafkaAdminClient(
+            bootstrap_servers=list(bootstrap),
+            client_id="remediate",
+            request_timeout_ms=timeout_ms,
+            **(security or Security()).client_config(),
+        )
+
+    def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
+        from kafka import TopicPartitionReplica  # noqa: PLC0415
+
+        answers = self._client.alter_replica_log_dirs(
+            {TopicPartitionReplica(t, p, b): d for (t, p, b), d in moves.items()}
+        )
+        said = {(r.topic, r.partition, r.broker_id): _error_name(e) for r, e in answers.items()}
+        return {key: said.get(key, NO_ANSWER) for key in moves}
+
+    def replica_places(
+        self, brokers: Iterable[int], partitions: Iterable[Partition]
+    ) -> dict[Replica, ReplicaPlace]:
+        wanted: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            wanted.setdefault(topic, []).append(partition)
+        current: dict[Replica, tuple[str, int]] = {}
+        future: dict[Replica, str] = {}
+        for answer in self._client.describe_log_dirs(wanted, brokers=sorted(set(brokers))):
+            broker = int(answer["broker"])
+            for log_dir in answer["log_dirs"]:
+                if log_dir.get("error_code", 0):
+                    continue
+                for topic in log_dir["topics"]:
+                    for entry in topic["partitions"]:
+                        key = (topic["name"], int(entry["partition_index"]), broker)
+                        if entry["is_future_key"]:
+                            future[key] = log_dir["log_dir"]
+                        else:
+                            current[key] = (log_dir["log_dir"], int(entry["partition_size"]))
+        return {
+            key: ReplicaPlace(
+                log_dir=current[key][0] if key in current else None,
+                future_dir=future.get(key),
+                size=current[key][1] if key in current else 0,
+            )
+            for key in set(current) | set(future)
+        }
+
+    def reassign(
+        self, reassignments: Mapping[Partition, Sequence[int]]
+    ) -> dict[Partition, str | None]:
+        from kafka import TopicPartition  # noqa: PLC0415
+
+        answers = self._client.alter_partition_reassignments(
+            {TopicPartition(t, p): list(r) for (t, p), r in reassignments.items()}
+        )
+        said = {(tp.topic, tp.partition): _error_name(error) for tp, error in answers.items()}
+        # A partition the controller said nothing about was not reassigned.
+        return {key: said.get(key, NO_ANSWER) for key in reassignments}
+
+    def ongoing_reassignments(self) -> set[Partition]:
+        return {(tp.topic, tp.partition) for tp in self._client.list_partition_reassignments()}
+
+    def kafka_version(self, broker: int) -> tuple[int, int] | None:
+        data = self._client.get_broker_version_data(broker)
+        version = getattr(data, "broker_version", None)
+        if not version or len(version) < 2:
+            return None
+        return int(version[0]), int(version[1])
+
+    def close(self) -> None:
+        self._client.close()
