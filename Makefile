@@ -80,9 +80,10 @@ test: setup lint typecheck
 fault-table: setup
 	$(BIN)/pytest -m fault --fault-table=$(FAULT_TABLE)
 
-# The demo runs the 2.8 emulation, the incident as it happens in the field: the repair keeps
-# ZooKeeper's id and restarts the brokers, the controller last. DEMO_KAFKA=3.4: every replica
-# keeps the old id there, and the repair is a restore with no restart.
+# The demo runs the 2.8 emulation, the incident as it happens in the field: with two log dirs
+# per broker the repair keeps ZooKeeper's id with no restart (the stale replicas move to the
+# other log dir of their broker, their partitions are reassigned to their own replicas).
+# DEMO_KAFKA=3.4: every replica keeps the old id there, and the repair is a restore.
 DEMO_KAFKA ?= 2.8
 demo: setup
 	-@$(BIN)/remediate sandbox down --dir $(DEMO_DIR) >/dev/null 2>&1

@@ -12,7 +12,7 @@ What it does (see bench/README.md):
    (Spark, cold, started while collecting), from exec to exit, and the same on the embedded
    engine (`--engine duckdb`), each twice (the lower counts); the speedup over the naive
    approach is measured on the former.
-   Then the real scan path in this process, timed: collect (`remediate.collect.run.collect`:
+   Then the real scan path in this process, timed: collect (`remediate.collect.collector.collect`:
    kazoo + one inventory command per broker through the local transport, all brokers in
    parallel, writing a snapshot dir) and classify (`classify_snapshots` on a Spark session
    started beforehand; the session's start-up is reported apart and not counted);
@@ -55,20 +55,20 @@ from typing import Any
 import yaml
 from kazoo.client import KazooClient
 
+from remediate.collect.cluster_state import read_cluster_state
+from remediate.collect.collector import (
+    collect,
+    read_log_dirs,
+    transport_for,
+    zk_settings,
+)
 from remediate.collect.inventory import (
     inventory_command,
     inventory_rows,
     parse_inventory,
     replica_rows,
 )
-from remediate.collect.run import (
-    collect,
-    read_log_dirs,
-    transport_for,
-    zk_settings,
-)
 from remediate.collect.snapshot import BrokerReport, write_snapshot
-from remediate.collect.zookeeper import connect, read_cluster_state
 from remediate.config import ClusterConfig, load_cluster_config
 from remediate.formats.logdir import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -115,6 +115,7 @@ from remediate.formats.znodes import (
     topic_path,
 )
 from remediate.sandbox import process, zkserver
+from remediate.zookeeper import connect
 
 HOST = "127.0.0.1"
 ZOOKEEPER_MARKER = "QuorumPeerMain"
@@ -813,8 +814,8 @@ def breakdown_collect(config: ClusterConfig, directory: Path) -> dict[str, Any]:
 def breakdown_classify(spark: Any, snapshot: Path) -> dict[str, Any]:
     """classify's parts, on the warm session: its two Spark jobs, one by one."""
     from remediate.scan import job  # noqa: PLC0415
-    from remediate.scan.report import build_report, unpack_summary  # noqa: PLC0415
-    from remediate.scan.runner import classify_snapshots  # noqa: PLC0415
+    from remediate.scan.findings import build_report, unpack_summary  # noqa: PLC0415
+    from remediate.scan.scanner import classify_snapshots  # noqa: PLC0415
 
     result: dict[str, Any] = {}
     with CpuMeter() as meter:
@@ -997,7 +998,7 @@ def run(args: argparse.Namespace, work: Path, res: Resources) -> dict[str, Any]:
             result, _ = timed(label, partial(whole_scan, cluster_yaml, engine))
             whole[engine].append(result)
 
-    from remediate.scan.runner import classify_snapshots, spark_session  # noqa: PLC0415
+    from remediate.scan.scanner import classify_snapshots, spark_session  # noqa: PLC0415
 
     res.spark, spark_startup_s = timed(
         "starting Spark (not counted)",

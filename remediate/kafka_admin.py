@@ -31,14 +31,39 @@ class ReplicaPlace:
     size: int
 
 
+@dataclass(frozen=True)
+class BrokerLogDirs:
+    """One broker's log dirs as DescribeLogDirs gives them: the online ones, those that
+    answered with an error (offline), and each replica asked about: its dir and size."""
+
+    online: tuple[str, ...]
+    offline: tuple[str, ...]
+    replicas: Mapping[Partition, tuple[str, int]]
+    futures: Mapping[Partition, str]
+
+
+def places(described: Mapping[int, BrokerLogDirs]) -> dict[Replica, ReplicaPlace]:
+    """Where each replica is, from DescribeLogDirs' answers."""
+    found: dict[Replica, ReplicaPlace] = {}
+    for broker, dirs in described.items():
+        for tp in set(dirs.replicas) | set(dirs.futures):
+            current = dirs.replicas.get(tp)
+            found[(tp[0], tp[1], broker)] = ReplicaPlace(
+                log_dir=current[0] if current else None,
+                future_dir=dirs.futures.get(tp),
+                size=current[1] if current else 0,
+            )
+    return found
+
+
 class KafkaAdmin(Protocol):
     def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
         """Ask each broker to move its replicas to the given log dirs; the error per replica."""
 
-    def replica_places(
+    def log_dirs(
         self, brokers: Iterable[int], partitions: Iterable[Partition]
-    ) -> dict[Replica, ReplicaPlace]:
-        """Where each broker keeps its replica of each partition (absent: no replica)."""
+    ) -> dict[int, BrokerLogDirs]:
+        """Each broker's log dirs, and where it keeps its replica of each partition."""
 
     def reassign(
         self, reassignments: Mapping[Partition, Sequence[int]]
@@ -115,34 +140,34 @@ class KafkaPythonAdmin:
         said = {(r.topic, r.partition, r.broker_id): _error_name(e) for r, e in answers.items()}
         return {key: said.get(key, NO_ANSWER) for key in moves}
 
-    def replica_places(
+    def log_dirs(
         self, brokers: Iterable[int], partitions: Iterable[Partition]
-    ) -> dict[Replica, ReplicaPlace]:
+    ) -> dict[int, BrokerLogDirs]:
         wanted: dict[str, list[int]] = {}
         for topic, partition in partitions:
             wanted.setdefault(topic, []).append(partition)
-        current: dict[Replica, tuple[str, int]] = {}
-        future: dict[Replica, str] = {}
+        found: dict[int, BrokerLogDirs] = {}
         for answer in self._client.describe_log_dirs(wanted, brokers=sorted(set(brokers))):
-            broker = int(answer["broker"])
+            online: list[str] = []
+            offline: list[str] = []
+            replicas: dict[Partition, tuple[str, int]] = {}
+            futures: dict[Partition, str] = {}
             for log_dir in answer["log_dirs"]:
                 if log_dir.get("error_code", 0):
+                    offline.append(log_dir["log_dir"])
                     continue
+                online.append(log_dir["log_dir"])
                 for topic in log_dir["topics"]:
                     for entry in topic["partitions"]:
-                        key = (topic["name"], int(entry["partition_index"]), broker)
+                        tp = (topic["name"], int(entry["partition_index"]))
                         if entry["is_future_key"]:
-                            future[key] = log_dir["log_dir"]
+                            futures[tp] = log_dir["log_dir"]
                         else:
-                            current[key] = (log_dir["log_dir"], int(entry["partition_size"]))
-        return {
-            key: ReplicaPlace(
-                log_dir=current[key][0] if key in current else None,
-                future_dir=future.get(key),
-                size=current[key][1] if key in current else 0,
+                            replicas[tp] = (log_dir["log_dir"], int(entry["partition_size"]))
+            found[int(answer["broker"])] = BrokerLogDirs(
+                tuple(sorted(online)), tuple(sorted(offline)), replicas, futures
             )
-            for key in set(current) | set(future)
-        }
+        return found
 
     def reassign(
         self, reassignments: Mapping[Partition, Sequence[int]]
@@ -168,3 +193,20 @@ class KafkaPythonAdmin:
 
     def close(self) -> None:
         self._client.close()
+
+
+def bootstrap_servers(
+    registered: Mapping[int, Any], listener: str, configured: Sequence[str] = ()
+) -> list[str]:
+    """The addresses to reach the brokers' `listener`: the configured ones, else the
+    endpoints the brokers registered in ZooKeeper under that listener (`registered` maps a
+    broker id to its BrokerRegistration)."""
+    if configured:
+        return list(configured)
+    found = []
+    for _, registration in sorted(registered.items()):
+        endpoint = registration.endpoint(listener)
+        if endpoint is not None and endpoint.listener == listener:
+            host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+            found.append(f"{host}:{endpoint.port}")
+    return found

@@ -39,6 +39,13 @@ class Action(StrEnum):
     GATE_AGREEMENT = "gate agreement"
     ZK_WRITE_TOPIC_ID = "zk-write topic-id"
     ZK_WRITE_CONTROLLER_ELECTION = "zk-write controller-election"
+    # The steps of a move (replicas to another log dir of their broker; no restart), then
+    # the trigger (each partition reassigned to its own replicas).
+    GATE_MOVE_SAFETY = "gate move-safety"
+    MOVE_REPLICAS = "move replicas"
+    WAIT_MOVED = "wait moved"
+    GATE_SWAPPED = "gate swapped"
+    TRIGGER_REASSIGNMENT = "trigger reassignment"
 
     @property
     def verb(self) -> str:

@@ -109,3 +109,26 @@ class ClusterState:
         if value is not None and value.strip().isdigit():
             return int(value.strip())
         return default
+
+
+@dataclass(frozen=True)
+class BrokerDisks:
+    """One broker's log dirs as its Kafka reports them, and their free space (collected for
+    the repairs that move replicas between log dirs: plan/moves.py)."""
+
+    broker: int
+    kafka_version: tuple[int, int] | None
+    online_dirs: tuple[str, ...]
+    offline_dirs: tuple[str, ...] = ()
+    free_bytes: Mapping[str, int] = field(default_factory=dict)
+    # Each replica on the broker: its log dir and its size in bytes.
+    replicas: Mapping[TopicPartition, tuple[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MoveFacts:
+    """What the planner knows of the brokers' disks; `problem` says why it knows nothing
+    (no Kafka admin access configured, a broker that did not answer)."""
+
+    brokers: Mapping[int, BrokerDisks] = field(default_factory=dict)
+    problem: str | None = None

@@ -12,8 +12,8 @@ import sys
 import click
 
 from remediate import __version__
-from remediate.cli.common import EXIT_HALTED, EXIT_REFUSED, EXIT_UNKNOWN
 from remediate.errors import HaltedError, RefusedError, RemediationError
+from remediate.exit_codes import EXIT_HALTED, EXIT_REFUSED, EXIT_UNKNOWN
 
 # Each command is imported when it is run, not when any command is: the sandbox's service
 # commands (`sandbox broker stop|start`) run at every restart, and the executor waits on them.

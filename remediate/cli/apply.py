@@ -8,16 +8,13 @@ import json
 import os
 import socket
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.table import Table
 
+from remediate import workflows
 from remediate.cli.common import (
-    EXIT_HALTED,
-    EXIT_REFUSED,
     candidate_option,
     config_option,
     err,
@@ -30,21 +27,18 @@ from remediate.cli.common import (
     status_line,
 )
 from remediate.config import load_cluster_config
+from remediate.execute.executor import RunOutcome
 from remediate.execute.journal import Journal, RunStatus, list_runs, replay, run_or_latest
 from remediate.execute.locked import (
     apply_plan,
     load_approved_plan,
-    record_check,
     resume_run,
     rollback_run,
 )
-from remediate.execute.runner import RunOutcome
+from remediate.exit_codes import EXIT_HALTED
 from remediate.logs import configure_logging
-from remediate.plan import Plan
-from remediate.plan.model import by_name
-from remediate.planning import REPAIR_PLAYBOOK, build_plan, write_plan
-from remediate.render import plan_table
-from remediate.scan.pipeline import collect_and_scan
+from remediate.plan.render import plan_table
+from remediate.workflows import REPAIR_PLAYBOOK, build_plan, write_plan
 
 
 def _identity() -> str:
@@ -112,6 +106,7 @@ def apply(
         approved_by=_identity(),
         log_json=log_json,
         progress=progress_lines(quiet=log_json or as_json),
+        kafka_admin=workflows.admin_factory(config),
     )
     return _emit(outcome, as_json, Path(config.journal_dir))
 
@@ -166,65 +161,26 @@ def fix(
         write_plan(plan, output)
     if not as_json:
         err.print(plan_table(plan))
-    result: dict[str, Any] = {"plan": plan.to_json(), "applied": False, "report": None}
-    if plan.refused:
-        return _fix_exit(result, as_json, EXIT_REFUSED, "the plan is refused; nothing was changed")
-    if plan.needs_acceptance and not accept_unavailable:
-        return _fix_exit(result, as_json, EXIT_REFUSED, _unaccepted(plan))
-    if not yes:
-        return _fix_exit(result, as_json, 0, "dry run: nothing was changed; add --yes to apply")
     journal_dir = Path(config.journal_dir)
-    run_id: str | None = None
-    if not plan.steps:
-        message = "nothing to repair"
-    else:
-        outcome = apply_plan(
-            config,
-            plan,
-            approved_by=f"{_identity()} (fix --yes)",
-            log_json=log_json,
-            progress=progress_lines(quiet=log_json or as_json),
-        )
-        run_id = outcome.run_id
-        result.update(applied=True, run=outcome.to_json())
-        if outcome.status != RunStatus.COMPLETED:
-            result["report"] = _write_report(journal_dir, run_id)
-            return _fix_exit(result, as_json, EXIT_HALTED, f"halted: {outcome.error}")
-        message = f"run {outcome.run_id} completed"
-    report = collect_and_scan(config, master=spark_master).report
-    result["check"] = {"status": report.status, "summary": report.summary_line()}
-    if run_id is not None:
-        # The findings after the run belong in its record (and its report) too.
-        record_check(config, run_id, report, now=time.time())
-        result["report"] = _write_report(journal_dir, run_id)
-    return _fix_exit(
-        result, as_json, report.exit_code, f"{message}; check: {report.summary_line()}"
+    result = workflows.fix(
+        config,
+        plan,
+        apply=yes,
+        accept_unavailable=accept_unavailable,
+        approved_by=f"{_identity()} (fix --yes)",
+        spark_master=spark_master,
+        log_json=log_json,
+        progress=progress_lines(quiet=log_json or as_json),
+        write_report=lambda run_id: _write_report(journal_dir, run_id),
     )
-
-
-def _unaccepted(plan: Plan) -> str:
-    """Why `fix` stops: the partitions the plan makes unavailable that are available now."""
-    shown = "; ".join(
-        f"{tp} ({', '.join(phases)})" for tp, phases in by_name(plan.newly_unavailable)
-    )
-    return (
-        "the plan makes partitions unavailable that are available now: "
-        + shown
-        + "; nothing was changed. Review the plan (`remediate plan --format markdown`), then"
-        " rerun with --accept-unavailable, or approve its digest with `apply --approve`"
-    )
-
-
-def _fix_exit(result: dict[str, Any], as_json: bool, code: int, message: str) -> int:
-    result["message"] = message
-    result["exit_code"] = code
+    document = {**result.document, "message": result.message, "exit_code": result.code}
     if as_json:
-        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json.dumps(document, indent=2, sort_keys=True) + "\n")
     else:
-        err.print(message)
-        if result.get("report"):
-            err.print(f"report: {result['report']}", soft_wrap=True, markup=False)
-    return code
+        err.print(result.message)
+        if document.get("report"):
+            err.print(f"report: {document['report']}", soft_wrap=True, markup=False)
+    return result.code
 
 
 @click.command()
@@ -242,6 +198,7 @@ def resume(config_path: Path, run_id: str | None, as_json: bool, log_json: bool)
         resumed_by=_identity(),
         log_json=log_json,
         progress=progress_lines(quiet=log_json or as_json),
+        kafka_admin=workflows.admin_factory(config),
     )
     return _emit(outcome, as_json, Path(config.journal_dir))
 

@@ -1,4 +1,4 @@
-"""What every command module shares: exit codes, consoles, common options, progress display.
+"""What every command module shares: consoles, common options, progress display.
 
 Command modules (apply, plan, scan, report, sandbox) import this and never one another;
 `remediate.cli` assembles them.
@@ -15,11 +15,6 @@ from typing import TypeVar
 
 import click
 from rich.console import Console
-
-# Exit codes (README.md, "Exit codes"): 0 ok, 1 warning, 2 critical, 3 unknown, 4 refused, 5 halted.
-EXIT_UNKNOWN = 3
-EXIT_REFUSED = 4
-EXIT_HALTED = 5
 
 # Output that goes to a file or a pipe ends up in on-call logs and tickets: there nothing is
 # wrapped or cut (a backup path broken across two lines cannot be copied back). Wide enough
@@ -69,7 +64,7 @@ def engine_option(default: str) -> Callable[[F], F]:
 
 candidate_option = click.option(
     "--candidate",
-    type=click.Choice(["auto", "keep-zk-id", "restore-id"]),
+    type=click.Choice(["auto", "keep-zk-id", "restore-id", "move-keep-zk-id"]),
     default="auto",
     show_default=True,
     help="The repair to plan for topics whose replicas hold two ids: auto is the least harm"

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from remediate.cli.common import (
-    EXIT_REFUSED,
     candidate_option,
     config_option,
     master_option,
@@ -18,8 +17,9 @@ from remediate.cli.common import (
     status_line,
 )
 from remediate.config import load_cluster_config
-from remediate.planning import build_plan, write_plan
-from remediate.render import plan_markdown, plan_table
+from remediate.exit_codes import EXIT_REFUSED
+from remediate.plan.render import plan_markdown, plan_table
+from remediate.workflows import build_plan, write_plan
 
 
 @click.command()

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from remediate.cli.common import console
 from remediate.sandbox import admin, clients, cluster, jvm_broker, kafka_jars, legacy_admin
-from remediate.sandbox.reproduce import Step, reproduce
+from remediate.sandbox.reproduce import IncidentStep, reproduce
 
 DEFAULT_DIR = ".sandbox"
 out = console()
@@ -190,7 +190,7 @@ def _show_status(directory: Path, as_json: bool) -> None:
 def reproduce_command(directory: Path, topic: str, as_json: bool) -> None:
     """Reproduce the incident step by step (docs/sandbox.md lists the eight steps)."""
 
-    def show(step: Step) -> None:
+    def show(step: IncidentStep) -> None:
         if as_json:
             return
         facts = ", ".join(f"{k}={v}" for k, v in step.facts.items() if k != "example")

@@ -11,9 +11,9 @@ from rich.table import Table
 
 from remediate.cli.common import engine_option, master_option, out, status_line
 from remediate.config import load_cluster_config
+from remediate.scan.findings import SEVERITY_RANK, ScanReport
 from remediate.scan.kinds import FindingKind, Severity
 from remediate.scan.pipeline import collect_and_scan, scan_snapshots
-from remediate.scan.report import SEVERITY_RANK, ScanReport
 
 # scan and check may run without cluster.yaml (--snapshot), so -c is optional here.
 config_option = click.option(

@@ -332,7 +332,16 @@ EnvName = Annotated[
         )
     ),
 ]
+
+
+def _kafka_server(value: object) -> str:
+    entry = text(value, "host:port")
+    _host_port(entry, what="a Kafka listener address")
+    return entry
+
+
 Host = Annotated[str, BeforeValidator(_host)]
+KafkaServer = Annotated[str, BeforeValidator(_kafka_server)]
 ZooKeeperConnect = Annotated[str, BeforeValidator(_zk_connect)]
 Port = Annotated[int, BeforeValidator(int_between(1, 65535))]
 BrokerId = Annotated[int, BeforeValidator(int_between(0, INT32_MAX))]

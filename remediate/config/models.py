@@ -33,6 +33,7 @@ from remediate.config.fields import (
     EnvName,
     FrozenStrMap,
     Host,
+    KafkaServer,
     Port,
     PositiveInt32,
     SessionTimeout,
@@ -256,6 +257,62 @@ class ServiceConfig(_Model):
     status: CommandTemplate | None = None
 
 
+class KafkaSasl(_Model):
+    """SASL to the brokers' listener: PLAIN or SCRAM, with exactly one password source."""
+
+    mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    username: ZooKeeperUser
+    password: SecretStr | None = None
+    password_env: EnvName | None = None
+    password_file: LocalPath | None = None
+
+    _password: SecretStr | None = PrivateAttr(default=None)
+
+    @property
+    def resolved_password(self) -> SecretStr | None:
+        return self._password
+
+    @model_validator(mode="after")
+    def _resolve(self, info: ValidationInfo) -> KafkaSasl:
+        given = [
+            name
+            for name in ("password", "password_env", "password_file")
+            if getattr(self, name) is not None
+        ]
+        if len(given) != 1:
+            got = " and ".join(given) if given else "none of them"
+            fail("exactly one of password, password_env, password_file", got)
+        self._password = resolve_password(
+            password=self.password,
+            password_env=self.password_env,
+            password_file=self.password_file,
+            environ=context(info).environ,
+        )
+        return self
+
+
+class KafkaConfig(_Model):
+    """How to reach the brokers' own listener for Kafka's admin requests (the repairs
+    without restarts move replicas between log dirs through it). Without `bootstrap`, the
+    endpoints the brokers registered in ZooKeeper under `listener` are used. `admin: sandbox`
+    is the sandbox's emulated brokers, which speak their own protocol."""
+
+    admin: Literal["kafka", "sandbox"] = "kafka"
+    bootstrap: tuple[KafkaServer, ...] = ()
+    listener: str = "PLAINTEXT"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    tls: ZooKeeperTls | None = None
+    sasl: KafkaSasl | None = None
+
+    @model_validator(mode="after")
+    def _security(self) -> KafkaConfig:
+        if self.security_protocol in ("SSL", "SASL_SSL") and self.tls is None:
+            fail(f"a tls section, because security_protocol is {self.security_protocol}")
+        if self.security_protocol.startswith("SASL") and self.sasl is None:
+            fail(f"a sasl section, because security_protocol is {self.security_protocol}")
+        return self
+
+
 class SparkConfig(_Model):
     """Where the scan job runs (a Spark master URL) and extra Spark settings."""
 
@@ -292,6 +349,7 @@ class ClusterConfig(_Model):
     backup_dir: RemotePath = PurePosixPath("/var/backups/remediate")
     journal_dir: LocalPath = Field(default=Path("journal"), validate_default=True)
     spark: SparkConfig = Field(default_factory=SparkConfig)
+    kafka: KafkaConfig | None = None
 
     _source: str = PrivateAttr(default="cluster.yaml")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from remediate.collect.run import inspect_broker
+from remediate.collect.collector import inspect_broker
 from remediate.collect.snapshot import ReplicaRow
 from remediate.execute.decisions import (
     ConvergenceScope,

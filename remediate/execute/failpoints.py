@@ -6,7 +6,10 @@ is inert unless `REMEDIATE_FAILPOINTS` names it, as `<point>=<action>[,<point>=<
 
 - `kill`: SIGKILL this process (no cleanup, no journal record: a crash);
 - `stop`: SIGSTOP this process (a frozen host or a long pause; SIGCONT resumes it);
-- `sleep:<seconds>`: pause this thread.
+- `sleep:<seconds>`: pause this thread;
+- `pause:<path>`: create `<path>.reached`, then hold this thread until `<path>.release`
+  exists: the test does what it must at that very point, then releases the operator (no
+  guessed duration, no race).
 
 Points are `<action>:started` (journaled as started, nothing done yet), `<action>:done` (done,
 not yet journaled) and `<action>:finished` (journaled as finished), for every action of a plan
@@ -20,6 +23,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 ENV = "REMEDIATE_FAILPOINTS"
 
@@ -48,3 +52,18 @@ def hit(point: str) -> None:
             time.sleep(float(action.removeprefix("sleep:")))
         except ValueError:
             return
+    elif action is not None and action.startswith("pause:"):
+        pause(Path(action.removeprefix("pause:")))
+
+
+def pause(path: Path) -> None:
+    """Say the point is reached, then wait for the release (a test's, never production's)."""
+    if not path.name:
+        return
+    try:
+        path.with_name(path.name + ".reached").touch()
+    except OSError:
+        return
+    release = path.with_name(path.name + ".release")
+    while not release.exists():
+        time.sleep(0.02)

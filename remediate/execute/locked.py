@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from remediate.clock import SystemClock
-from remediate.collect.run import collect_brokers, transports, zk_settings
-from remediate.collect.zookeeper import read_cluster_state, session
+from remediate.collect.cluster_state import read_cluster_state
+from remediate.collect.collector import collect_brokers, transports, zk_settings
 from remediate.config import ClusterConfig
 from remediate.errors import RefusedError
 from remediate.execute.drift import differences, observed_files
+from remediate.execute.executor import Executor, RunOutcome, Services
 from remediate.execute.journal import (
     Journal,
     JournalEvent,
@@ -29,17 +30,22 @@ from remediate.execute.journal import (
     run_or_latest,
 )
 from remediate.execute.lock import RunLock
-from remediate.execute.runner import Executor, RunOutcome, Services
+from remediate.kafka_admin import KafkaAdmin
 from remediate.logs import run_logger
 from remediate.plan import Plan, RestartStep, plan_from_json
 from remediate.playbook import Timeouts, load_playbook
 from remediate.ports import ZooKeeper
-from remediate.scan.report import ScanReport
+from remediate.scan.findings import ScanReport
+from remediate.state import ClusterState
+from remediate.zookeeper import session
 
 Progress = Callable[[str], None]
 
 # A new run waits this long for a lock someone else holds, then refuses.
 NEW_RUN_LOCK_WAIT_S = 1.0
+
+# Opens a client of Kafka's admin requests for the cluster as read (remediate/workflows.py).
+KafkaAdminFactory = Callable[[ClusterState], KafkaAdmin]
 
 
 def load_plan_file(path: Path) -> tuple[Plan, dict[str, Any]]:
@@ -143,6 +149,7 @@ def locked_run(
     rollback: bool = False,
     log_json: bool = False,
     progress: Progress = lambda _message: None,
+    kafka_admin: KafkaAdminFactory | None = None,
 ) -> Iterator[Executor]:
     """An executor for `plan`, holding the cluster's lock for the `with` block.
 
@@ -174,18 +181,29 @@ def locked_run(
             elif resumed_by is not None:
                 journal.append(JournalEvent.RUN_RESUMED, now=clock.now(), by=resumed_by)
             log = run_logger(root, run_id, config.cluster, to_stderr=log_json)
-            services = _services(config, zk, plan, log, progress)
+            services = _services(config, zk, plan, log, progress, kafka_admin)
             yield Executor(plan, services, journal, lock)
         finally:
             lock.release()
 
 
 def _services(
-    config: ClusterConfig, zk: ZooKeeper, plan: Plan, log: Any, progress: Progress
+    config: ClusterConfig,
+    zk: ZooKeeper,
+    plan: Plan,
+    log: Any,
+    progress: Progress,
+    kafka_admin: KafkaAdminFactory | None,
 ) -> Services:
     # The gates the plan was approved with; a plan without them gets its playbooks' own.
     gates = {name: Timeouts.model_validate(values) for name, values in plan.gates.items()}
-    for name in {plan.playbook, *(step.playbook for step in plan.restores)} - set(gates):
+    used = {
+        plan.playbook,
+        *(step.playbook for step in plan.restores),
+        *(step.playbook for step in plan.moves),
+        *(step.playbook for step in plan.triggers),
+    }
+    for name in used - set(gates):
         gates[name] = load_playbook(name).gates
 
     return Services(
@@ -196,6 +214,7 @@ def _services(
         gates=gates,
         log=log,
         progress=progress,
+        kafka_admin=kafka_admin,
     )
 
 
@@ -206,10 +225,16 @@ def apply_plan(
     approved_by: str,
     log_json: bool = False,
     progress: Progress = lambda _message: None,
+    kafka_admin: KafkaAdminFactory | None = None,
 ) -> RunOutcome:
     """Carry out an approved plan as a new run. RefusedError before anything changed."""
     with locked_run(
-        config, plan, approved_by=approved_by, log_json=log_json, progress=progress
+        config,
+        plan,
+        approved_by=approved_by,
+        log_json=log_json,
+        progress=progress,
+        kafka_admin=kafka_admin,
     ) as executor:
         return executor.run()
 
@@ -221,6 +246,7 @@ def resume_run(
     resumed_by: str,
     log_json: bool = False,
     progress: Progress = lambda _message: None,
+    kafka_admin: KafkaAdminFactory | None = None,
 ) -> RunOutcome:
     """Continue a halted or crashed run (default: the latest); done actions are not repeated."""
     root = Path(config.journal_dir)
@@ -230,7 +256,13 @@ def resume_run(
         raise RefusedError(f"run {chosen} already completed; nothing to resume")
     plan = plan_from_json(journal.plan())
     with locked_run(
-        config, plan, journal=journal, resumed_by=resumed_by, log_json=log_json, progress=progress
+        config,
+        plan,
+        journal=journal,
+        resumed_by=resumed_by,
+        log_json=log_json,
+        progress=progress,
+        kafka_admin=kafka_admin,
     ) as executor:
         return executor.run()
 

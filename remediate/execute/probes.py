@@ -15,7 +15,7 @@ from tenacity import (
     wait_fixed,
 )
 
-from remediate.collect.zookeeper import read_cluster_state
+from remediate.collect.cluster_state import read_cluster_state
 from remediate.errors import HaltedError, HostKeyError, RemediationError, TransportError
 from remediate.execute.journal import JournalEvent
 from remediate.execute.recorder import Recorder

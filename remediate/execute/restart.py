@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cached_property, partial
 from typing import Any
 
-from remediate.collect.run import inspect_broker, read_server_properties
+from remediate.collect.collector import inspect_broker, read_server_properties
 from remediate.errors import FormatError, HaltedError, TransportError
 from remediate.execute.backup import backup_files, delete_backed_up, verify_backup
 from remediate.execute.decisions import files_disagreeing, stale_holders
@@ -29,7 +29,7 @@ from remediate.playbook import Action, Timeouts
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 
-class Restart(StepRun[RestartStep]):
+class RestartRun(StepRun[RestartStep]):
     """Carries out one restart step of `plan`."""
 
     # Set by this process's pre-gate and stop (a resumed run reads the journal instead).

@@ -9,7 +9,7 @@ import contextlib
 from functools import partial
 from typing import Any
 
-from remediate.collect.run import collect_brokers
+from remediate.collect.collector import collect_brokers
 from remediate.collect.snapshot import ReplicaRow
 from remediate.errors import HaltedError, VersionConflictError, ZnodeMissingError, ZooKeeperError
 from remediate.execute.decisions import (
@@ -32,7 +32,7 @@ from remediate.state import ClusterState
 ELECTION_TIMEOUT_S = 60.0
 
 
-class Restore(StepRun[RestoreStep]):
+class RestoreRun(StepRun[RestoreStep]):
     """Carries out one restore step of `plan`."""
 
     @property

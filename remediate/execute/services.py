@@ -11,9 +11,10 @@ from remediate.config import ClusterConfig
 from remediate.execute import failpoints
 from remediate.execute.backup import Backup
 from remediate.execute.journal import RunProgress, RunStatus
+from remediate.kafka_admin import KafkaAdmin
 from remediate.playbook import Timeouts
 from remediate.ports import Clock, Transport, ZooKeeper
-from remediate.state import ReplicaRef
+from remediate.state import ClusterState, ReplicaRef
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class Services:
     progress: Callable[[str], None] = lambda _message: None
     # Called at every named point of a run (remediate/execute/failpoints.py).
     failpoint: Callable[[str], None] = failpoints.hit
+    # Opens a client of Kafka's admin requests (a plan that moves replicas needs one).
+    kafka_admin: Callable[[ClusterState], KafkaAdmin] | None = None
 
 
 @dataclass(frozen=True)

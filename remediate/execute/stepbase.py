@@ -1,5 +1,5 @@
 """What one step of a plan acts through: the plan, the services, the run's recorder and
-probes, and the step with its index (restart.py and restore.py build on it)."""
+probes, and the step with its index (restart.py, restore.py and move.py build on it)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Generic, TypeVar
 from remediate.execute.probes import Probes
 from remediate.execute.recorder import Recorder
 from remediate.execute.services import Services
-from remediate.plan import Plan, RestartStep, RestoreStep
+from remediate.plan import MoveStep, Plan, RestartStep, RestoreStep, TriggerStep
 
-StepT = TypeVar("StepT", RestartStep, RestoreStep)
+StepT = TypeVar("StepT", RestartStep, RestoreStep, MoveStep, TriggerStep)
 
 
 class StepRun(Generic[StepT]):

@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from remediate.scan.findings import Finding
 from remediate.scan.kinds import FindingKind
-from remediate.scan.report import Finding
 from remediate.state import ClusterState, TopicPartition
 
 # The id a replica holds when its partition.metadata cannot be read: never ZooKeeper's.
@@ -42,7 +42,7 @@ UNREADABLE = "<unreadable>"
 
 
 @dataclass(frozen=True)
-class Restart:
+class RestartOp:
     """Stop `broker`, delete the partition.metadata of `cleared`, start it."""
 
     broker: int
@@ -50,15 +50,34 @@ class Restart:
 
 
 @dataclass(frozen=True)
-class Restore:
+class RestoreOp:
     """Write `topic_id` into `topic`'s znode and have the controller re-elected."""
 
     topic: str
     topic_id: str
 
 
+@dataclass(frozen=True)
+class MoveOp:
+    """Move each replica (partition, broker) to another log dir of its broker. On 2.8 the
+    future log is built without a topic id and the swap leaves the replica holding none
+    (LogManager.getOrCreateLog, LogManager.scala:781 at 2.8.2); on 3.x it keeps its id
+    (KAFKA-12426). Nothing else changes: no leader, epoch or ISR."""
+
+    replicas: frozenset[tuple[TopicPartition, int]]
+
+
+@dataclass(frozen=True)
+class TriggerOp:
+    """A reassignment of each partition to its own replicas: the controller bumps its leader
+    epoch, same leader and ISR, and sends LeaderAndIsr to every replica
+    (updateLeaderEpochAndSendRequest, KafkaController.scala:1056-1085 at 2.8.2)."""
+
+    partitions: frozenset[TopicPartition]
+
+
 # One thing the simulation carries out.
-Operation = Restart | Restore
+Operation = RestartOp | RestoreOp | MoveOp | TriggerOp
 
 
 @dataclass
@@ -140,7 +159,7 @@ class Phase:
 
 
 @dataclass(frozen=True)
-class Timeline:
+class PredictedTimeline:
     """The model's prediction for a sequence of actions."""
 
     unavailable_now: frozenset[TopicPartition]
@@ -333,6 +352,22 @@ class _Run:
         for p in self.parts.values():
             p.settle(self.alive)
 
+    def move(self, replicas: Collection[tuple[TopicPartition, int]]) -> None:
+        if not self.loophole:
+            return  # 3.x: the moved replica keeps its id
+        for tp, broker in replicas:
+            p = self.parts.get(tp)
+            if p is not None and broker in p.replicas:
+                p.memory[broker] = None
+
+    def trigger(self, partitions: Collection[TopicPartition]) -> None:
+        for tp in partitions:
+            p = self.parts.get(tp)
+            if p is None or p.leader < 0 or p.leader not in self.alive:
+                continue
+            p.bump(p.leader, set(p.isr), self.alive)
+            p.settle(self.alive)
+
     def restore(self, topic: str, topic_id: str) -> None:
         for (name, _), p in self.parts.items():
             if name == topic:
@@ -345,14 +380,14 @@ class _Run:
         )
 
 
-def simulate(model: Model, operations: Sequence[Operation]) -> Timeline:
+def simulate(model: Model, operations: Sequence[Operation]) -> PredictedTimeline:
     """The prediction for carrying out `operations` in order, from the model's state."""
     run = _Run(model)
     now = run.unavailable()
     phases = []
     for operation in operations:
         before = run.unavailable()
-        if isinstance(operation, Restart):
+        if isinstance(operation, RestartOp):
             isr_before = {tp: tuple(sorted(p.isr)) for tp, p in run.parts.items()}
             last = run.stop(operation.broker)
             during = run.unavailable()
@@ -371,11 +406,17 @@ def simulate(model: Model, operations: Sequence[Operation]) -> Timeline:
                     below_min=below_min,
                 )
             )
+        elif isinstance(operation, MoveOp):
+            run.move(operation.replicas)
+            phases.append(Phase(during=before, after=run.unavailable()))
+        elif isinstance(operation, TriggerOp):
+            run.trigger(operation.partitions)
+            phases.append(Phase(during=before, after=run.unavailable()))
         else:
             run.restore(operation.topic, operation.topic_id)
             phases.append(Phase(during=before, after=run.unavailable()))
     unconverged = tuple(sorted(tp for tp, p in run.parts.items() if not p.converged(run.alive)))
-    return Timeline(
+    return PredictedTimeline(
         unavailable_now=now,
         phases=tuple(phases),
         converged=not unconverged,
@@ -383,7 +424,7 @@ def simulate(model: Model, operations: Sequence[Operation]) -> Timeline:
     )
 
 
-def harm(timeline: Timeline, restarts: int) -> tuple[int, int, int, int]:
+def harm(timeline: PredictedTimeline, restarts: int) -> tuple[int, int, int, int]:
     """How bad a prediction is, least first: partitions made unavailable that are available
     now, not converging, (partition, phase) pairs unavailable, restarts."""
     return (

@@ -15,14 +15,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from remediate.plan.restore import _replica_ids
+from remediate.plan.restore import replica_ids
+from remediate.scan.findings import Finding
 from remediate.scan.kinds import FindingKind
-from remediate.scan.report import Finding
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 KEEP = "keep-zk-id"
 RESTORE = "restore-id"
-NAMES = (KEEP, RESTORE)
+# Kafka 2.8 JBOD brokers only: the replicas holding another id move to another log dir of
+# their broker, then each partition is reassigned to its own replicas (plan/moves.py).
+MOVE_KEEP = "move-keep-zk-id"
+NAMES = (KEEP, RESTORE, MOVE_KEEP)
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ def split(topic: str, state: ClusterState, findings: Sequence[Finding]) -> Split
     }
     if unreachable:
         return f"broker(s) {sorted(unreachable)} hosting {topic} could not be inspected"
-    ids, no_file, problems = _replica_ids(topic, assigned, findings)
+    ids, no_file, problems = replica_ids(topic, assigned, findings)
     if problems:
         return f"{topic} has replicas whose partition.metadata cannot be read or is missing"
     unseen = assigned - set(ids) - no_file

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from remediate.plan.fingerprint import Fingerprint
+from remediate.plan.moves import ReplicaMove
 from remediate.playbook import Action
 from remediate.state import ReplicaRef, TopicPartition
 
@@ -132,9 +133,15 @@ class Candidate:
     windows: Mapping[TopicPartition, tuple[str, ...]]
     converges: bool
     blocked: str | None = None
+    # What a move candidate copies, per broker, in bytes (absent for the others).
+    bytes_to_copy: Mapping[int, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.bytes_to_copy:
+            extra["bytes_to_copy"] = {str(b): n for b, n in sorted(self.bytes_to_copy.items())}
         return {
+            **extra,
             "name": self.name,
             "chosen": self.chosen,
             "summary": self.summary,
@@ -160,6 +167,7 @@ class Candidate:
             windows=_phases_from_json(d["windows"]),
             converges=bool(d["converges"]),
             blocked=None if d.get("blocked") is None else str(d["blocked"]),
+            bytes_to_copy={int(b): int(n) for b, n in dict(d.get("bytes_to_copy", {})).items()},
         )
 
 
@@ -246,7 +254,93 @@ class RestoreStep:
         }
 
 
-AnyStep = RestartStep | RestoreStep
+@dataclass(frozen=True)
+class MoveStep:
+    """Move every replica that holds another id than ZooKeeper's to another log dir of its
+    own broker (plan/moves.py), all brokers at once: on Kafka 2.8 they hold no id afterwards.
+    Nothing becomes unavailable: no leader, epoch or ISR changes."""
+
+    moves: tuple[ReplicaMove, ...]
+    reason: str
+    actions: tuple[Action, ...]
+    playbook: str
+    predicted: Prediction = field(default_factory=Prediction)
+
+    kind = "move"
+    broker = None
+    is_controller = False
+
+    @property
+    def partitions(self) -> tuple[TopicPartition, ...]:
+        return tuple(sorted({m.partition for m in self.moves}, key=str))
+
+    @property
+    def brokers(self) -> tuple[int, ...]:
+        return tuple(sorted({m.broker for m in self.moves}))
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "broker": None,
+            "reason": self.reason,
+            "partitions": names(self.partitions),
+            "files": [],
+            "moves": [
+                {
+                    "broker": m.broker,
+                    "partition": str(m.partition),
+                    "from_dir": m.from_dir,
+                    "to_dir": m.to_dir,
+                    "bytes": m.size,
+                }
+                for m in self.moves
+            ],
+            "actions": list(self.actions),
+            "playbook": self.playbook,
+            "predicted": self.predicted.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class TriggerStep:
+    """Reassign each partition to its own replicas, once their moved replicas hold no id: the
+    LeaderAndIsr that follows carries ZooKeeper's id, which they take."""
+
+    partitions: tuple[TopicPartition, ...]
+    reason: str
+    actions: tuple[Action, ...]
+    playbook: str
+    # Per partition, the brokers whose replica the plan moved (the gate waits for them).
+    moved: Mapping[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    predicted: Prediction = field(default_factory=Prediction)
+
+    kind = "trigger"
+    broker = None
+    is_controller = False
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "broker": None,
+            "reason": self.reason,
+            "partitions": names(self.partitions),
+            "files": [],
+            "moved": {str(tp): list(b) for tp, b in by_name(self.moved)},
+            "actions": list(self.actions),
+            "playbook": self.playbook,
+            "predicted": self.predicted.to_json(),
+        }
+
+
+AnyStep = RestartStep | RestoreStep | MoveStep | TriggerStep
 
 
 @dataclass(frozen=True)
@@ -289,6 +383,14 @@ class Plan:
     @property
     def restores(self) -> tuple[RestoreStep, ...]:
         return tuple(s for s in self.steps if isinstance(s, RestoreStep))
+
+    @property
+    def moves(self) -> tuple[MoveStep, ...]:
+        return tuple(s for s in self.steps if isinstance(s, MoveStep))
+
+    @property
+    def triggers(self) -> tuple[TriggerStep, ...]:
+        return tuple(s for s in self.steps if isinstance(s, TriggerStep))
 
     def body(self) -> dict[str, Any]:
         """Everything the digest covers."""
@@ -339,7 +441,37 @@ def with_digest(plan: Plan) -> Plan:
 
 
 def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
-    if s.get("kind", "restart") == "restore":
+    kind = s.get("kind", "restart")
+    if kind == "move":
+        return MoveStep(
+            moves=tuple(
+                ReplicaMove(
+                    broker=int(m["broker"]),
+                    partition=TopicPartition.parse(str(m["partition"])),
+                    from_dir=str(m["from_dir"]),
+                    to_dir=str(m["to_dir"]),
+                    size=int(m["bytes"]),
+                )
+                for m in s["moves"]
+            ),
+            reason=str(s["reason"]),
+            actions=_actions_from_json(s["actions"]),
+            playbook=str(s["playbook"]),
+            predicted=Prediction.from_json(s.get("predicted")),
+        )
+    if kind == "trigger":
+        return TriggerStep(
+            partitions=partitions_from_json(s["partitions"]),
+            reason=str(s["reason"]),
+            actions=_actions_from_json(s["actions"]),
+            playbook=str(s["playbook"]),
+            moved={
+                TopicPartition.parse(str(p)): tuple(int(b) for b in brokers)
+                for p, brokers in dict(s.get("moved", {})).items()
+            },
+            predicted=Prediction.from_json(s.get("predicted")),
+        )
+    if kind == "restore":
         return RestoreStep(
             topic=str(s["topic"]),
             topic_id=str(s["topic_id"]),

@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import permutations
 
-from remediate.plan.availability import Model, Operation, Restart, Timeline, harm, simulate
+from remediate.plan.availability import (
+    Model,
+    Operation,
+    PredictedTimeline,
+    RestartOp,
+    harm,
+    simulate,
+)
 from remediate.state import TopicPartition
 
 # Orders tried exhaustively up to this many (partition x order) simulations.
@@ -28,7 +35,7 @@ IN_ISR, OUT_OF_ISR, ORDINARY = 0, 1, 2
 class Order:
     brokers: tuple[int, ...]
     reasons: Mapping[int, str]
-    timeline: Timeline
+    timeline: PredictedTimeline
 
 
 def stale_partitions(model: Model) -> dict[TopicPartition, frozenset[int]]:
@@ -81,10 +88,10 @@ def order_restarts(
     others = [b for b in brokers if b != model.controller]
     thumb = sorted(others, key=lambda b: (ranks[b][0], b))
 
-    def run(order: Sequence[int]) -> Timeline:
+    def run(order: Sequence[int]) -> PredictedTimeline:
         return simulate(
             model,
-            [*before, *(Restart(b, cleared.get(b, frozenset())) for b in (*order, *controller))],
+            [*before, *(RestartOp(b, cleared.get(b, frozenset())) for b in (*order, *controller))],
         )
 
     best = tuple(thumb)

@@ -19,19 +19,32 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from remediate.formats.logdir import PARTITION_METADATA
-from remediate.plan.availability import Model, Operation, Restore, Timeline, build_model, harm
-from remediate.plan.candidates import KEEP, RESTORE, Split, split
+from remediate.plan.availability import (
+    Model,
+    MoveOp,
+    Operation,
+    PredictedTimeline,
+    RestoreOp,
+    TriggerOp,
+    build_model,
+    harm,
+    simulate,
+)
+from remediate.plan.candidates import KEEP, MOVE_KEEP, RESTORE, Split, split
 from remediate.plan.fingerprint import FileKey, Fingerprint
 from remediate.plan.model import (
     AnyStep,
     Candidate,
+    MoveStep,
     Plan,
     PlanOptions,
     Prediction,
     RestartStep,
     RestoreStep,
+    TriggerStep,
     with_digest,
 )
+from remediate.plan.moves import assign, bytes_per_broker
 from remediate.plan.order import order_restarts
 from remediate.plan.restart import (
     is_eligible,
@@ -49,10 +62,10 @@ from remediate.plan.restore import (
     restore_refusals,
     restore_steps,
 )
-from remediate.playbook import Playbook
+from remediate.playbook import Action, Playbook
+from remediate.scan.findings import Finding
 from remediate.scan.kinds import MISMATCH_KINDS, FindingKind
-from remediate.scan.report import Finding
-from remediate.state import ClusterState, ReplicaRef, TopicPartition
+from remediate.state import ClusterState, MoveFacts, ReplicaRef, TopicPartition
 
 DEFAULT_OPTIONS = PlanOptions()
 
@@ -109,13 +122,16 @@ class _Built:
     restarts: tuple[RestartStep, ...]
     affected: tuple[Finding, ...]
     skipped: tuple[tuple[int, str], ...]
-    timeline: Timeline
+    timeline: PredictedTimeline
     summary: str
     blocked: str | None = None
+    # Steps other than restores and restarts (a move candidate's move and trigger).
+    others: tuple[AnyStep, ...] = ()
+    bytes_to_copy: Mapping[int, int] | None = None
 
     @property
     def steps(self) -> tuple[AnyStep, ...]:
-        return (*self.restores, *self.restarts)
+        return (*self.restores, *self.others, *self.restarts)
 
 
 def _cleared(step: RestartStep) -> frozenset[TopicPartition]:
@@ -126,7 +142,7 @@ def _cleared(step: RestartStep) -> frozenset[TopicPartition]:
     return frozenset(tp for tp in step.partitions if str(tp) in directories)
 
 
-def _prediction(phase_index: int, timeline: Timeline) -> Prediction:
+def _prediction(phase_index: int, timeline: PredictedTimeline) -> Prediction:
     if phase_index >= len(timeline.phases):
         return Prediction()
     phase = timeline.phases[phase_index]
@@ -219,7 +235,7 @@ def _build(
     if name == RESTORE and options.restore_only:
         skipped += [(s.broker, "restore phase only (--restore-only)") for s in restarts]
         restarts = []
-    before: list[Operation] = [Restore(s.topic, s.topic_id) for s in chosen_restores]
+    before: list[Operation] = [RestoreOp(s.topic, s.topic_id) for s in chosen_restores]
     cleared = {step.broker: _cleared(step) for step in restarts}
     order = order_restarts(c.model, [s.broker for s in restarts], cleared, before=before)
     by_broker = {s.broker: s for s in restarts}
@@ -255,6 +271,8 @@ def make_plan(
     options: PlanOptions = DEFAULT_OPTIONS,
     known_brokers: Iterable[int] = (),
     restore: Playbook | None = None,
+    moves: Playbook | None = None,
+    disks: MoveFacts | None = None,
 ) -> Plan:
     """The plan. `known_brokers` are the configured brokers (so the ones left out are named).
 
@@ -303,6 +321,9 @@ def make_plan(
         chosen = sorted([*forced, *agreed, *rolls], key=lambda s: (s.reelect, s.topic))
         if not restarting or chosen != forced:
             built[RESTORE] = build(RESTORE, chosen, splits)
+    not_movable = (
+        _offer_moves(built, context, moves, disks, forced, mismatched) if restarting else None
+    )
     name = _choose(built, options)
     plan_of = built[name]
     candidates = _candidates(built, name, blocked, state)
@@ -317,6 +338,8 @@ def make_plan(
     weighed = {s.topic for s in chosen_restores} | {s.topic for s in splits}
     notes = restore_notes(why_not, mismatched - weighed)
     notes += _model_notes(timeline, options, restarting=bool(restarts))
+    if not_movable is not None:
+        notes.append(f"{MOVE_KEEP} (no restart) is not offered: {not_movable}")
     return with_digest(
         Plan(
             cluster=cluster,
@@ -344,6 +367,115 @@ def make_plan(
     )
 
 
+def _offer_moves(
+    built: dict[str, _Built],
+    c: _Context,
+    playbook: Playbook | None,
+    disks: MoveFacts | None,
+    forced: Sequence[RestoreStep],
+    mismatched: Iterable[str],
+) -> str | None:
+    """Adds "move-keep-zk-id" to `built` where it can be offered; else says why not (None
+    when moves were not asked about: no move playbook or no facts of the brokers' disks)."""
+    if playbook is None or disks is None or not mismatched:
+        return None
+    if any(d.kafka_version and d.kafka_version[0] >= 3 for d in disks.brokers.values()):
+        return None  # Kafka 3.x: a moved replica keeps its id; the repair does not exist there
+    moved = _move_candidate(c, playbook, disks, forced, mismatched)
+    if isinstance(moved, str):
+        return moved
+    built[MOVE_KEEP] = moved
+    return None
+
+
+def _move_candidate(
+    c: _Context,
+    playbook: Playbook,
+    disks: MoveFacts,
+    forced: Sequence[RestoreStep],
+    mismatched: Iterable[str],
+) -> _Built | str:
+    """ "move-keep-zk-id": move every replica holding another id than ZooKeeper's to another
+    log dir of its broker, then reassign each of their partitions to its own replicas; or why
+    it cannot be offered here (which precondition failed, for which broker)."""
+    if forced:
+        return "a topic without an id in ZooKeeper needs a restore first"
+    wanted = {
+        t for t in mismatched if t not in playbook.exclude_topics or t in c.options.include_topics
+    }
+    stale = [
+        f
+        for f in c.findings
+        if f.kind in (FindingKind.TOPIC_ID_MISMATCH, FindingKind.TOPIC_ID_MISMATCH_OUT_OF_ISR)
+        and f.topic in wanted
+        and f.partition is not None
+        and f.broker is not None
+    ]
+    if not stale:
+        return "no replica holds another id than ZooKeeper's"
+    if any(f.kind == FindingKind.METADATA_CORRUPT and f.topic in wanted for f in c.findings):
+        return "a replica's partition.metadata cannot be read"
+    assigned, why_not = assign(
+        [(TopicPartition(str(f.topic), int(f.partition or 0)), int(f.broker or 0)) for f in stale],
+        disks,
+    )
+    if why_not is not None:
+        return why_not
+    partitions = tuple(sorted({m.partition for m in assigned}, key=str))
+    for tp in partitions:
+        zk = c.state.partitions.get(tp)
+        if zk is None or zk.leader < 0 or zk.leader not in c.state.brokers:
+            return f"{tp} has no live leader to send the trigger's LeaderAndIsr"
+    operations: list[Operation] = [
+        MoveOp(frozenset((m.partition, m.broker) for m in assigned)),
+        TriggerOp(frozenset(partitions)),
+    ]
+    timeline = simulate(c.model, operations)
+    actions = tuple(step.action for step in playbook.steps)
+    cut = actions.index(Action.GATE_SWAPPED)
+    per_broker = bytes_per_broker(assigned)
+    move = MoveStep(
+        moves=assigned,
+        reason=(
+            f"{len(assigned)} replica(s) on {len(per_broker)} broker(s) hold another id than"
+            " ZooKeeper's: each moves to another log dir of its broker, where Kafka 2.8 builds"
+            " it with no id"
+        ),
+        actions=actions[:cut],
+        playbook=playbook.name,
+        predicted=_prediction(0, timeline),
+    )
+    moved: dict[TopicPartition, list[int]] = {}
+    for m in assigned:
+        moved.setdefault(m.partition, []).append(m.broker)
+    trigger = TriggerStep(
+        partitions=partitions,
+        reason=(
+            "each partition reassigned to its own replicas: the LeaderAndIsr that follows"
+            " carries ZooKeeper's id, which every moved replica takes"
+        ),
+        actions=actions[cut:],
+        playbook=playbook.name,
+        moved={tp: tuple(sorted(b)) for tp, b in moved.items()},
+        predicted=_prediction(1, timeline),
+    )
+    return _Built(
+        name=MOVE_KEEP,
+        restores=(),
+        restarts=(),
+        affected=tuple(stale),
+        skipped=(),
+        timeline=timeline,
+        summary=(
+            f"keep ZooKeeper's id with no restart: move {len(assigned)} replica(s) to another"
+            " log dir of their broker (Kafka 2.8), then reassign"
+            f" {len(partitions)} partition(s) to their own replicas"
+        ),
+        others=(move, trigger),
+        bytes_to_copy=per_broker,
+    )
+
+
 def _estimate(restarts: int, restores: int, playbook: Playbook, restore: Playbook | None) -> float:
     per_restart = playbook.gates.expected_restart_s + playbook.gates.stability_window_s
     return restarts * per_restart + restores * (
@@ -351,7 +483,9 @@ def _estimate(restarts: int, restores: int, playbook: Playbook, restore: Playboo
     )
 
 
-def _model_notes(timeline: Timeline, options: PlanOptions, *, restarting: bool) -> list[str]:
+def _model_notes(
+    timeline: PredictedTimeline, options: PlanOptions, *, restarting: bool
+) -> list[str]:
     notes = []
     if restarting and not timeline.converged and not options.restore_only:
         notes.append(
@@ -405,6 +539,7 @@ def _candidates(
             windows=b.timeline.windows(),
             converges=b.timeline.converged,
             blocked="; ".join(blocked) if b.name == RESTORE and blocked else None,
+            bytes_to_copy=b.bytes_to_copy or {},
         )
         for b in built.values()
     )

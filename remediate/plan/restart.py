@@ -16,12 +16,12 @@ from remediate.gates import (
     registration_blocker,
     restart_blocker,
 )
-from remediate.plan.availability import Timeline
+from remediate.plan.availability import PredictedTimeline
 from remediate.plan.fingerprint import replica_file
 from remediate.plan.model import PlanOptions, RestartStep
 from remediate.playbook import Playbook
+from remediate.scan.findings import Finding
 from remediate.scan.kinds import MISMATCH_KINDS, REPLICA_KINDS, FindingKind
-from remediate.scan.report import Finding
 from remediate.state import ClusterState, TopicPartition
 
 
@@ -191,7 +191,7 @@ def restart_refusals(
     state: ClusterState,
     findings: Sequence[Finding],
     steps: Sequence[RestartStep],
-    timeline: Timeline,
+    timeline: PredictedTimeline,
     options: PlanOptions,
 ) -> list[str]:
     """Why the restarts could not be gated safely. Partitions with a replica holding a stale

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from remediate.plan.model import PlanOptions, RestartStep, RestoreStep
 from remediate.playbook import Action, Playbook
+from remediate.scan.findings import Finding
 from remediate.scan.kinds import ID_KINDS, FindingKind
-from remediate.scan.report import Finding
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 _WHY = {
@@ -48,7 +48,7 @@ def _show(replicas: Sequence[tuple[int, int]], topic: str) -> str:
 ReplicaKey = tuple[int, int]
 
 
-def _replica_ids(
+def replica_ids(
     topic: str, assigned: set[ReplicaKey], findings: Iterable[Finding]
 ) -> tuple[dict[ReplicaKey, set[str]], set[ReplicaKey], dict[FindingKind, list[ReplicaKey]]]:
     """(ids per replica, replicas without a file, replicas per problem kind)."""
@@ -90,7 +90,7 @@ def topic_agreement(
             f"broker(s) {down} hosting {topic} could not be inspected; every replica must be",
             len(assigned),
         )
-    ids, no_file, problems = _replica_ids(topic, assigned, findings)
+    ids, no_file, problems = replica_ids(topic, assigned, findings)
     for kind, replicas in sorted(problems.items()):
         return Agreement(topic, None, f"{_show(replicas, topic)} {_WHY[kind]}", len(assigned))
     unseen = sorted(assigned - set(ids) - no_file)

@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from remediate.execute.journal import JournalEvent
 from remediate.report.model import FAILED, IN_FLIGHT
-from remediate.report.timeline import PHASE_ORDER, STOPPED, HealthPoint, Span, Timeline
+from remediate.report.timeline import PHASE_ORDER, STOPPED, HealthPoint, RunTimeline, Span
 
 # Colour per phase; colour-blind safe where it matters (stopped vs waiting vs deleting).
 COLOURS = {
@@ -54,7 +54,7 @@ LABEL_WIDTH = 0.07  # of the time axis: wide enough to write the duration inside
 LEGEND_COLUMNS = 7
 
 
-def timeline_svg(line: Timeline, *, started: str, salt: str) -> str:
+def timeline_svg(line: RunTimeline, *, started: str, salt: str) -> str:
     """The picture as an `<svg>` element (no XML prolog), the same for the same input."""
     rows = line.rows or ("(no broker)",)
     length = line.length if line.length > 0 else 1.0
@@ -83,7 +83,7 @@ def timeline_svg(line: Timeline, *, started: str, salt: str) -> str:
     return _svg_element(buffer.getvalue())
 
 
-def _draw_spans(axes: Axes, line: Timeline, rows: tuple[str, ...], length: float) -> None:
+def _draw_spans(axes: Axes, line: RunTimeline, rows: tuple[str, ...], length: float) -> None:
     position = {row: len(rows) - 1 - i for i, row in enumerate(rows)}  # first row on top
     seen: set[str] = set()
     for span in line.spans:
@@ -156,7 +156,7 @@ def _row_major(handles: list[Artist], columns: int) -> list[Artist]:
     ]
 
 
-def _draw_health(axes: Axes, line: Timeline) -> None:
+def _draw_health(axes: Axes, line: RunTimeline) -> None:
     axes.set_title("Under-replicated partitions (whole cluster)", loc="left", fontsize=11)
     if not line.health:
         axes.text(
@@ -210,7 +210,7 @@ def _draw_health(axes: Axes, line: Timeline) -> None:
     )
 
 
-def _sampled_parts(line: Timeline) -> list[list[HealthPoint]]:
+def _sampled_parts(line: RunTimeline) -> list[list[HealthPoint]]:
     """The samples cut where the executor did not sample (see `Timeline.unsampled`)."""
     cuts = {end for _, end in line.unsampled}
     parts: list[list[HealthPoint]] = [[]]

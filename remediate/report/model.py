@@ -121,7 +121,7 @@ class BackedUpFile:
 
 
 @dataclass(frozen=True)
-class Backup:
+class BackupRecord:
     step: str
     target: str
     archive: str
@@ -185,7 +185,7 @@ class RunReport:
     actions: tuple[Attempt, ...]
     gates: tuple[GateDecision, ...]
     notes: tuple[Note, ...]
-    backups: tuple[Backup, ...]
+    backups: tuple[BackupRecord, ...]
     deleted: tuple[str, ...]
     samples: tuple[HealthSample, ...]
     events: tuple[RunEvent, ...]
@@ -395,7 +395,7 @@ def _close(
     )
 
 
-def backups(records: Sequence[Mapping[str, Any]]) -> tuple[Backup, ...]:
+def backups(records: Sequence[Mapping[str, Any]]) -> tuple[BackupRecord, ...]:
     """The verified backups, from the backup actions' results (archive, sha256, manifest)."""
     found = []
     for record in records:
@@ -412,7 +412,7 @@ def backups(records: Sequence[Mapping[str, Any]]) -> tuple[Backup, ...]:
             if isinstance(e, Mapping)
         )
         found.append(
-            Backup(
+            BackupRecord(
                 step=key,
                 target=split_key(key)[1],
                 archive=str(backup.get("archive", "")),

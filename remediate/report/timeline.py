@@ -88,7 +88,7 @@ class HealthPoint:
 
 
 @dataclass(frozen=True)
-class Timeline:
+class RunTimeline:
     rows: tuple[str, ...]  # top to bottom
     spans: tuple[Span, ...]
     health: tuple[HealthPoint, ...]
@@ -105,7 +105,7 @@ def row_name(target: str) -> str:
     return target
 
 
-def timeline(report: RunReport) -> Timeline:
+def timeline(report: RunReport) -> RunTimeline:
     origin = report.started_ts
     spans = list(action_spans(report.actions, origin, report.ended_ts))
     spans += stopped_spans(report.actions, origin, report.ended_ts)
@@ -114,7 +114,7 @@ def timeline(report: RunReport) -> Timeline:
         HealthPoint(s.ts - origin, s.under_replicated, s.offline, s.below_min_isr)
         for s in report.samples
     )
-    return Timeline(
+    return RunTimeline(
         rows=rows(report, spans),
         spans=tuple(sorted(spans, key=lambda s: (s.start, s.phase != STOPPED))),
         health=health,

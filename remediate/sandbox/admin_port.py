@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kazoo.client import KazooClient
 
-from remediate.kafka_admin import Partition, Replica, ReplicaPlace
+from remediate.kafka_admin import BrokerLogDirs, Partition, Replica
 from remediate.sandbox import admin, wire
 
 
@@ -17,37 +17,48 @@ def _name(code: int) -> str | None:
 
 
 class SandboxAdmin:
-    def __init__(self, zk: KazooClient) -> None:
+    def __init__(self, zk: KazooClient, *, owned: bool = False) -> None:
         self.zk = zk
+        self._owned = owned
+
+    @classmethod
+    def connect(cls, hosts: str, *, timeout: float = 15.0) -> SandboxAdmin:
+        """With a ZooKeeper session of its own (the sandbox's ZooKeeper has no auth)."""
+        zk = KazooClient(hosts=hosts, timeout=timeout)
+        zk.start(timeout=timeout)
+        return cls(zk, owned=True)
 
     def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
         answers = admin.alter_replica_log_dirs(self.zk, moves)
         return {key: _name(answers.get(key, wire.UNKNOWN_SERVER_ERROR)) for key in moves}
 
-    def replica_places(
+    def log_dirs(
         self, brokers: Iterable[int], partitions: Iterable[Partition]
-    ) -> dict[Replica, ReplicaPlace]:
+    ) -> dict[int, BrokerLogDirs]:
         wanted = set(partitions)
-        current: dict[Replica, tuple[str, int]] = {}
-        future: dict[Replica, str] = {}
+        found: dict[int, BrokerLogDirs] = {}
         for broker in sorted(set(brokers)):
+            replicas: dict[Partition, tuple[str, int]] = {}
+            futures: dict[Partition, str] = {}
+            online: list[str] = []
+            offline: list[str] = []
             for log_dir in admin.describe_log_dirs(self.zk, broker):
+                if log_dir.get("error", wire.NONE) != wire.NONE:
+                    offline.append(log_dir["path"])
+                    continue
+                online.append(log_dir["path"])
                 for entry in log_dir["partitions"]:
-                    if (entry["topic"], entry["partition"]) not in wanted:
+                    tp = (entry["topic"], entry["partition"])
+                    if tp not in wanted:
                         continue
-                    key = (entry["topic"], entry["partition"], broker)
                     if entry["future"]:
-                        future[key] = log_dir["path"]
+                        futures[tp] = log_dir["path"]
                     else:
-                        current[key] = (log_dir["path"], int(entry["size"]))
-        return {
-            key: ReplicaPlace(
-                log_dir=current[key][0] if key in current else None,
-                future_dir=future.get(key),
-                size=current[key][1] if key in current else 0,
+                        replicas[tp] = (log_dir["path"], int(entry["size"]))
+            found[broker] = BrokerLogDirs(
+                tuple(sorted(online)), tuple(sorted(offline)), replicas, futures
             )
-            for key in set(current) | set(future)
-        }
+        return found
 
     def reassign(
         self, reassignments: Mapping[Partition, Sequence[int]]
@@ -66,4 +77,7 @@ class SandboxAdmin:
         return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
     def close(self) -> None:
-        """The ZooKeeper session is the caller's."""
+        """Ends the ZooKeeper session it opened itself (a caller's stays the caller's)."""
+        if self._owned:
+            self.zk.stop()
+            self.zk.close()

@@ -494,6 +494,9 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
         "backup_dir": str(directory / "backups"),
         "journal_dir": str(directory / "journal"),
         "spark": {"master": "local[2]"},
+        # Kafka's admin requests (the repairs that move replicas between log dirs): real
+        # brokers at the endpoints they registered, emulated ones over the sandbox's wire.
+        "kafka": {} if state.real_kafka is not None else {"admin": "sandbox"},
     }
     if state.ssh:
         ssh_dir = directory / "ssh"

@@ -126,27 +126,29 @@ class LogDirMover:
         self.futures[tp] = FutureLog(tp, future)
         return wire.NONE
 
-    def describe(self, log_dirs: list[Path], logs: dict[TopicPartition, PartitionLog]) -> Any:
-        """Per log dir: each replica in it, its size in records, and whether it is a future
-        log (DescribeLogDirs)."""
+    def describe(
+        self, log_dirs: list[tuple[Path, bool]], logs: dict[TopicPartition, PartitionLog]
+    ) -> Any:
+        """Per log dir (path, offline): each replica in it, its size in bytes, and whether it
+        is a move's future log (DescribeLogDirs); an offline dir answers with an error."""
         described = []
-        for directory in log_dirs:
+        for directory, offline in log_dirs:
+            if offline:
+                described.append(
+                    {"path": str(directory), "error": wire.KAFKA_STORAGE_ERROR, "partitions": []}
+                )
+                continue
             entries = [
-                {
-                    "topic": tp[0],
-                    "partition": tp[1],
-                    "size": current.log_end_offset,
-                    "future": False,
-                }
+                {"topic": tp[0], "partition": tp[1], "size": current.size_bytes, "future": False}
                 for tp, current in sorted(logs.items())
                 if current.dir.parent == directory
             ]
             entries += [
-                {"topic": tp[0], "partition": tp[1], "size": f.log.log_end_offset, "future": True}
+                {"topic": tp[0], "partition": tp[1], "size": f.log.size_bytes, "future": True}
                 for tp, f in sorted(self.futures.items())
                 if f.log.dir.parent == directory
             ]
-            described.append({"path": str(directory), "partitions": entries})
+            described.append({"path": str(directory), "error": wire.NONE, "partitions": entries})
         return described
 
     # -- the copy ------------------------------------------------------------------------------

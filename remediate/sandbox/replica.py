@@ -239,7 +239,9 @@ class ReplicaManager:
         with self.lock:
             return {
                 "error": wire.NONE,
-                "log_dirs": self.mover.describe(self.online_log_dirs(), self.logs),
+                "log_dirs": self.mover.describe(
+                    [(d.path, d.offline) for d in self.log_dirs], self.logs
+                ),
             }
 
     # -- LeaderAndIsr -------------------------------------------------------------------------

@@ -58,7 +58,7 @@ MISMATCH_MARKERS = (
 
 
 @dataclass
-class Step:
+class IncidentStep:
     number: str
     title: str
     facts: dict[str, Any] = field(default_factory=dict)
@@ -75,7 +75,7 @@ class Reproduction:
     old_id: str = ""
     new_id: str = ""
     restarted_broker: int = -1
-    steps: list[Step] = field(default_factory=list)
+    steps: list[IncidentStep] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -197,7 +197,7 @@ class Incident:
         partitions: int = 3,
         added: int = 3,
         records: int = 100,
-        on_step: Callable[[Step], None] | None = None,
+        on_step: Callable[[IncidentStep], None] | None = None,
     ) -> None:
         self.directory = directory.resolve()
         self.state = load_state(self.directory)
@@ -219,7 +219,7 @@ class Incident:
         self.zk.stop()
         self.zk.close()
 
-    def _done(self, step: Step) -> Step:
+    def _done(self, step: IncidentStep) -> IncidentStep:
         self.result.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
@@ -239,7 +239,7 @@ class Incident:
             step()
         return self.result
 
-    def create_topic(self) -> Step:
+    def create_topic(self) -> IncidentStep:
         """(1) A topic created through ZooKeeper without id; the controller assigns X."""
         zk, topic = self.zk, self.topic
         legacy_admin.create_topic(
@@ -256,7 +256,7 @@ class Incident:
         )
         assignment = admin.read_topic(zk, topic)[0]
         self.result.old_id = str(assignment.topic_id)
-        step = Step(
+        step = IncidentStep(
             "1", "create topic through ZooKeeper without id", {"zk_topic_id": self.result.old_id}
         )
         expected = {(b, p) for p, replicas in assignment.partitions.items() for b in replicas}
@@ -280,22 +280,22 @@ class Incident:
         step.facts["replica_files"] = "all hold the topic id"
         return self._done(step)
 
-    def produce(self) -> Step:
+    def produce(self) -> IncidentStep:
         """(2) acks=all produce works."""
         report = self.kafka.produce(self.topic, count=self.records, key_prefix="step2", retries=10)
         self.acked += report.acked
         if len(report.acked) != self.records:
             raise SandboxError(f"step 2: {len(report.acked)} of {self.records} records acked")
-        return self._done(Step("2", "produce", {"acked": len(report.acked)}))
+        return self._done(IncidentStep("2", "produce", {"acked": len(report.acked)}))
 
-    def consume(self) -> Step:
+    def consume(self) -> IncidentStep:
         """(3) Everything produced is consumed."""
         consumed, errors = self.kafka.consume(self.topic)
         if errors or len(consumed) < self.records:
             raise SandboxError(f"step 3: consumed {len(consumed)} records, errors {errors}")
-        return self._done(Step("3", "consume", {"consumed": len(consumed)}))
+        return self._done(IncidentStep("3", "consume", {"consumed": len(consumed)}))
 
-    def add_partitions_legacy(self) -> Step:
+    def add_partitions_legacy(self) -> IncidentStep:
         """(4) Kafka 1.0's add-partitions: a version-1 znode without topic_id."""
         total = len(self.result.old_partitions) + len(self.result.new_partitions)
         legacy_admin.add_partitions(self.state, self.zk, self.topic, total)
@@ -318,19 +318,19 @@ class Incident:
             "every replica of the new partitions to create its log",
         )
         return self._done(
-            Step(
+            IncidentStep(
                 "4",
                 "add partitions the pre-2.8 way (znode version 1, topic_id dropped)",
                 {"znode_version": assignment.version, "zk_topic_id": None, "partitions": total},
             )
         )
 
-    def produce_and_consume_all(self) -> Step:
+    def produce_and_consume_all(self) -> IncidentStep:
         """(5) Produce and consume on every partition, old and new."""
         facts = _produce_and_consume(self.kafka, self.topic, self.records, "step5", self.acked)
-        return self._done(Step("5", "produce and consume on every partition", facts))
+        return self._done(IncidentStep("5", "produce and consume on every partition", facts))
 
-    def failover(self) -> Step:
+    def failover(self) -> IncidentStep:
         """(6) Controller failover: the new controller finds no id and mints Y."""
         before, after = admin.failover_controller(self.zk)
         wait_for(
@@ -344,9 +344,9 @@ class Incident:
             "controller_epoch": after.epoch,
             "zk_topic_id": self.result.new_id,
         }
-        return self._done(Step("6", "controller failover", facts))
+        return self._done(IncidentStep("6", "controller failover", facts))
 
-    def still_works(self) -> Step:
+    def still_works(self) -> IncidentStep:
         """(7) Running brokers keep their roles: acks=all produce still works everywhere.
 
         On 2.8 consuming does too (Fetch carries no topic id before 3.0). On 3.x a consumer
@@ -355,7 +355,7 @@ class Incident:
         with INCONSISTENT_TOPIC_ID: consumers stop at the failover itself."""
         if self.state.kafka_version == "2.8":
             facts = _produce_and_consume(self.kafka, self.topic, self.records, "step7", self.acked)
-            return self._done(Step("7", "produce and consume still work", facts))
+            return self._done(IncidentStep("7", "produce and consume still work", facts))
         report = self.kafka.produce(self.topic, count=self.records, key_prefix="step7", retries=10)
         self.acked += report.acked
         if len(report.acked) != self.records:
@@ -374,9 +374,9 @@ class Incident:
             "acked": len(report.acked),
             "consume_refused": {f"{self.topic}-{p}": errors[p] for p in refused},
         }
-        return self._done(Step("7", "produce still works; consumers are refused", facts))
+        return self._done(IncidentStep("7", "produce still works; consumers are refused", facts))
 
-    def restart_one_broker(self) -> Step:
+    def restart_one_broker(self) -> IncidentStep:
         """(8) Restart a broker that leads an old partition and is not the controller.
 
         Its controlled shutdown moves leadership and shrinks ISRs with new leader epochs,
@@ -445,7 +445,7 @@ class Incident:
             "out_of_isr": [f"{topic}-{p}" for p in old],
             "fenced_leaders": sorted({s.leader for s in partition_states(zk, topic, old).values()}),
         }
-        return self._done(Step("8", "restart one broker", facts))
+        return self._done(IncidentStep("8", "restart one broker", facts))
 
     def _replicas(self, partition: int) -> tuple[int, ...]:
         assignment, _ = admin.read_topic(self.zk, self.topic)
@@ -456,7 +456,7 @@ def reproduce(
     directory: Path,
     *,
     topic: str = "orders",
-    on_step: Callable[[Step], None] | None = None,
+    on_step: Callable[[IncidentStep], None] | None = None,
 ) -> Reproduction:
     incident = Incident(directory, topic=topic, on_step=on_step)
     try:

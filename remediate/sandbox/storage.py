@@ -249,6 +249,14 @@ class PartitionLog:
     # -- records ----------------------------------------------------------------------------
 
     @property
+    def size_bytes(self) -> int:
+        """The log's size on disk, as Kafka's DescribeLogDirs reports a replica's."""
+        try:
+            return self._file.stat().st_size
+        except OSError:
+            return 0
+
+    @property
     def log_end_offset(self) -> int:
         return self.records[-1].offset + 1 if self.records else 0
 

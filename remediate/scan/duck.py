@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from remediate.collect.snapshot import TABLES
 from remediate.errors import ScanError
-from remediate.scan.report import unpack_summary
+from remediate.scan.findings import unpack_summary
 from remediate.scan.rules import (
     BROKERS_SQL,
     CLASSIFY_SQL,

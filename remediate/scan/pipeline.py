@@ -12,11 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from remediate.collect.run import Progress, collect
+from remediate.collect.collector import Progress, collect
 from remediate.collect.snapshot import BrokerReport
 from remediate.config import ClusterConfig
-from remediate.scan.report import ScanReport
-from remediate.scan.runner import DEFAULT_MASTER, run_scan
+from remediate.scan.findings import ScanReport
+from remediate.scan.scanner import DEFAULT_MASTER, run_scan
 from remediate.scan.session import BackgroundSession
 from remediate.state import ClusterState
 

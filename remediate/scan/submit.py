@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import SparkSession  # noqa: PLC0415 - spark-submit provides the session
 
-    from remediate.scan.runner import classify_snapshots  # noqa: PLC0415
+    from remediate.scan.scanner import classify_snapshots  # noqa: PLC0415
 
     spark = SparkSession.builder.appName("remediate-scan").getOrCreate()
     try:

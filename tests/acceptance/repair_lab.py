@@ -29,9 +29,9 @@ from remediate.sandbox.reproduce import (
     Reproduction,
     partition_states,
     replica_file_ids,
-    wait_for,
 )
 from tests.execute.sandbox_tools import run_cli
+from tests.wait import wait_until
 
 TOPIC = "orders"
 BYSTANDER = "audit"
@@ -100,6 +100,7 @@ def reproduce_and_plan(
     brokers: int = 3,
     kafka: str = "emulated",
     session_timeout_s: float | None = None,
+    candidate: str = "auto",
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
@@ -107,14 +108,14 @@ def reproduce_and_plan(
     the sandbox is taken down before the failure goes on."""
     state = cluster.up(directory, brokers=brokers, kafka_version="2.8", kafka=kafka)
     try:
-        return _reproduce_and_plan(directory, state, session_timeout_s)
+        return _reproduce_and_plan(directory, state, session_timeout_s, candidate)
     except BaseException:
         cluster.down(directory)
         raise
 
 
 def _reproduce_and_plan(
-    directory: Path, state: cluster.SandboxState, session_timeout_s: float | None
+    directory: Path, state: cluster.SandboxState, session_timeout_s: float | None, candidate: str
 ) -> Reproduced:
     if session_timeout_s is not None:
         # A killed operator's lock is free again once its session expires.
@@ -133,7 +134,7 @@ def _reproduce_and_plan(
     # 2.8 writes partition.metadata at a LeaderAndIsr to an existing log: the incident's
     # controller moves give the bystander's replicas theirs.
     bystander_id = zk_topic_id(zk, BYSTANDER)
-    wait_for(
+    wait_until(
         lambda: (
             len(replica_file_ids(state, BYSTANDER)) == 3 * BYSTANDER_PARTITIONS
             and set(replica_file_ids(state, BYSTANDER).values()) == {bystander_id}
@@ -151,7 +152,15 @@ def _reproduce_and_plan(
     }
     plan_path = directory / "plan.json"
     planned = run_cli(
-        "plan", "-c", str(directory / "cluster.yaml"), "-o", str(plan_path), "--format", "markdown"
+        "plan",
+        "-c",
+        str(directory / "cluster.yaml"),
+        "-o",
+        str(plan_path),
+        "--format",
+        "markdown",
+        "--candidate",
+        candidate,
     )
     assert planned.returncode == 0, planned.stdout[-3000:] + planned.stderr[-3000:]
     return Reproduced(

@@ -47,7 +47,11 @@ from tests.execute.sandbox_tools import HealthSampler, run_cli
 
 pytestmark = pytest.mark.slow
 
-CANDIDATES = {"keep-zk-id", "restore-id"}
+# With two log dirs per broker the model would move the stale replicas instead (no restart:
+# tests/acceptance/test_repair_28_moves.py); this module proves the restart repair, which
+# the operator asks for.
+KEEP = "keep-zk-id"
+CANDIDATES = {KEEP, "restore-id", "move-keep-zk-id"}
 
 
 @pytest.fixture(
@@ -67,6 +71,7 @@ def reproduced(
         tmp_path_factory.mktemp(f"repair28-{brokers}-{kafka}") / "sandbox",
         brokers=brokers,
         kafka=kafka,
+        candidate=KEEP,
     )
     yield lab
     lab.close()
@@ -186,7 +191,17 @@ def test_fix_repairs_the_incident_under_an_acks_all_producer(reproduced: Reprodu
         HealthSampler(lab.state) as sampler,
         RetryingProducer(lab.state, TOPIC, partitions) as producer,
     ):
-        fixed = run_cli("fix", "-c", str(lab.config), "--yes", "--json", *accept, timeout=900)
+        fixed = run_cli(
+            "fix",
+            "-c",
+            str(lab.config),
+            "--yes",
+            "--json",
+            "--candidate",
+            KEEP,
+            *accept,
+            timeout=900,
+        )
     assert fixed.returncode == 0, (
         f"fix exited {fixed.returncode}:\n{fixed.stdout[-4000:]}\n{fixed.stderr[-3000:]}"
     )

@@ -14,9 +14,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_digest_acl
 
-from remediate.collect import multiread
-from remediate.collect.zookeeper import ZkSettings, connect, read_cluster_state
+from remediate import zookeeper_multiread as multiread
+from remediate.collect.cluster_state import read_cluster_state
 from remediate.errors import ZooKeeperError
+from remediate.zookeeper import ZkSettings, connect
 from tests.collect.test_zookeeper import chrooted, populate
 from tests.collect.zkproxy import MULTI_READ, ZkProxy
 

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from remediate.collect.collector import rejection_rows
 from remediate.collect.inventory import (
     FORMAT_VERSION,
     StateChangeTail,
     inventory_command,
     parse_inventory,
 )
-from remediate.collect.run import rejection_rows
 from remediate.errors import FormatError
 from remediate.formats.statechange import Rejection, parse_rejection, parse_rejections
 from tests.collect.test_inventory import run

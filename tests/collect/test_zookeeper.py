@@ -12,14 +12,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.security import make_digest_acl
 
-from remediate.collect.zookeeper import (
-    ZkAuth,
-    ZkSettings,
-    _probe,
-    connect,
-    make_client,
-    read_cluster_state,
-)
+from remediate.collect.cluster_state import read_cluster_state
 from remediate.errors import ZooKeeperError
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import (
@@ -41,6 +34,7 @@ from remediate.formats.znodes import (
     topic_path,
 )
 from remediate.sandbox import zkserver
+from remediate.zookeeper import ZkAuth, ZkSettings, _probe, connect, make_client
 
 TOPIC_ID = TopicId(bytes(range(16)))
 

@@ -10,8 +10,8 @@ import pytest
 from kazoo.client import KazooClient
 
 import remediate
-from remediate.collect.zookeeper import KazooZooKeeper
 from remediate.errors import ZooKeeperError
+from remediate.zookeeper import KazooZooKeeper
 
 
 @pytest.fixture
@@ -35,8 +35,8 @@ def test_a_refused_request_is_a_zookeeper_error(unstarted: KazooZooKeeper) -> No
 
 def test_nothing_under_execute_imports_kazoo() -> None:
     execute = Path(remediate.__file__).parent / "execute"
-    modules = sorted(execute.glob("*.py"))
-    assert {"runner.py", "lock.py", "probes.py", "restore.py"} <= {p.name for p in modules}
+    modules = sorted(execute.rglob("*.py"))
+    assert {"executor.py", "lock.py", "probes.py", "restore.py"} <= {p.name for p in modules}
     for path in modules:
         tree = ast.parse(path.read_text())
         imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]

@@ -18,13 +18,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kazoo.client import KazooClient
 
-from remediate.collect.run import zk_settings
-from remediate.collect.zookeeper import connect, read_cluster_state
+from remediate.collect.cluster_state import read_cluster_state
+from remediate.collect.collector import zk_settings
 from remediate.config import load_cluster_config
 from remediate.errors import ZooKeeperError
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import TopicAssignment, encode_topic, topic_path
 from remediate.sandbox import process, zkserver
+from remediate.zookeeper import connect
 
 pytestmark = pytest.mark.slow
 

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 import yaml
 
-from remediate.collect.zookeeper import KazooZooKeeper
 from remediate.execute.journal import Journal
 from remediate.execute.lock import RunLock
 from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, client, cluster
-from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids, wait_for
+from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids
+from remediate.zookeeper import KazooZooKeeper
 from tests.execute.sandbox_tools import (
     BackgroundConsumer,
     HealthSampler,
@@ -34,6 +34,7 @@ from tests.execute.sandbox_tools import (
 )
 from tests.plan.test_plan_sandbox import disk, zookeeper_tree
 from tests.sandbox.helpers import BackgroundProducer, lost_records
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -147,7 +148,7 @@ BYSTANDER = "audit"
 def healthy_bystander(incident: Incident) -> str:
     """A topic with its id everywhere, created before the incident: it has no findings."""
     admin.create_topic(incident.zk, BYSTANDER, 3, 3, config={"min.insync.replicas": "2"})
-    wait_for(
+    wait_until(
         lambda: len([v for v in replica_file_ids(incident.state, BYSTANDER).values() if v]) == 9,
         f"every replica of {BYSTANDER} to write partition.metadata",
     )
@@ -230,7 +231,7 @@ def plant_mismatch(directory: Path, state: cluster.SandboxState, zk: object, bro
         config={"min.insync.replicas": "2"},  # type: ignore[arg-type]
     )
     expected = {(b, p) for b in (1, 2, 3) for p in range(3)}
-    wait_for(
+    wait_until(
         lambda: expected <= {k for k, v in replica_file_ids(state, PAYMENTS).items() if v},
         "every replica to write partition.metadata",
     )
@@ -242,7 +243,7 @@ def plant_mismatch(directory: Path, state: cluster.SandboxState, zk: object, bro
         for path in Path(log_dir).glob(f"{PAYMENTS}-*/{PARTITION_METADATA}"):
             path.write_bytes(encode_partition_metadata(foreign))
     cluster.start_broker(directory, broker, wait=True)
-    wait_for(
+    wait_until(
         lambda: all(
             broker not in s.isr
             for s in partition_states(zk, PAYMENTS, [0, 1, 2]).values()  # type: ignore[arg-type]
@@ -433,7 +434,7 @@ def test_a_run_killed_after_its_stop_is_finished_by_resume(
                 for line in (run / "journal.jsonl").read_text().splitlines()
             )
 
-        wait_for(stopped, "the run to stop its broker", timeout=120)
+        wait_until(stopped, "the run to stop its broker", timeout=120)
         process.send_signal(signal.SIGKILL)
     finally:
         process.wait(timeout=30)

@@ -15,9 +15,9 @@ import pytest
 
 from remediate.errors import HaltedError, LockLostError
 from remediate.execute import steps
+from remediate.execute.executor import Executor, RunOutcome, Services
 from remediate.execute.journal import Journal, JournalEvent, replay
 from remediate.execute.lock import RunLock
-from remediate.execute.runner import Executor, RunOutcome, Services
 from remediate.execute.steps import RunAction, StepKey
 from remediate.formats.logdir import encode_partition_metadata
 from remediate.formats.znodes import decode_topic, topic_path

@@ -6,10 +6,12 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from remediate.execute import failpoints
+from tests.wait import wait_until
 
 
 @pytest.mark.parametrize(
@@ -57,3 +59,21 @@ def test_hit_acts_only_on_the_named_point(point: str, spec: str | None, survives
         assert result.returncode == 0 and result.stdout == "survived\n", result.stderr
     else:
         assert result.returncode == -signal.SIGKILL and result.stdout == ""
+
+
+def test_a_pause_holds_the_operator_until_released(tmp_path: Path) -> None:
+    """`pause:<path>`: the point says it is reached and holds until the test releases it."""
+    point = tmp_path / "p"
+    env = {**os.environ, failpoints.ENV: f"backup:done=pause:{point}"}
+    code = "from remediate.execute import failpoints\nfailpoints.hit('backup:done')\nprint('on')\n"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        wait_until(lambda: (tmp_path / "p.reached").exists(), "the pause to be reached")
+        assert process.poll() is None  # held
+        (tmp_path / "p.release").touch()
+        assert process.wait(timeout=30) == 0
+        assert process.stdout is not None and process.stdout.read() == "on\n"
+    finally:
+        process.kill()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,10 +15,11 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from remediate.collect.zookeeper import KazooZooKeeper
 from remediate.errors import ConfigError, LockHeldError, LockLostError
 from remediate.execute.lock import RunLock, lock_path
 from remediate.sandbox import process, zkserver
+from remediate.zookeeper import KazooZooKeeper
+from tests.wait import wait_until
 
 
 def start_zookeeper(directory: Path) -> tuple[str, int, int]:
@@ -46,14 +46,6 @@ def client(hosts: str, **options: object) -> Iterator[KazooClient]:
     finally:
         zk.stop()
         zk.close()
-
-
-def wait_for(condition: object, timeout: float = 20.0) -> None:
-    assert callable(condition)
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def test_acquire_and_release(zookeeper: str) -> None:
@@ -136,11 +128,11 @@ def test_session_expiry_loses_the_lock(zookeeper: str) -> None:
         thief.start()
         thief.stop()
         thief.close()
-        wait_for(lambda: KazooState.LOST in states)
+        wait_until(lambda: KazooState.LOST in states)
         with pytest.raises(LockLostError, match="session that held it expired"):
             lock.ensure_held()
         # Sticky: the client has a new session by now, still no lock.
-        wait_for(lambda: zk.connected)
+        wait_until(lambda: zk.connected)
         with pytest.raises(LockLostError, match="expired"):
             lock.ensure_held()
         # The ephemeral node went with the session, so another run can take over.
@@ -188,7 +180,7 @@ def test_zookeeper_down_briefly_then_back(tmp_path: Path) -> None:
             session = zk.client_id[0]
 
             process.kill(pid, "QuorumPeerMain")  # a crash: no session is closed
-            wait_for(lambda: zk.state == KazooState.SUSPENDED)
+            wait_until(lambda: zk.state == KazooState.SUSPENDED)
             with pytest.raises(LockLostError, match=r"suspended and not back within 0\.5s"):
                 lock.ensure_held(reconnect_timeout=0.5)
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
+from remediate.execute.executor import Executor
 from remediate.execute.journal import Journal
 from remediate.execute.lock import RunLock
-from remediate.execute.runner import Executor
 from remediate.formats.logdir import encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import CONTROLLER, topic_path

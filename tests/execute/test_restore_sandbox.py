@@ -6,20 +6,20 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from remediate.execute.failpoints import ENV as FAILPOINTS
-from remediate.execute.journal import Journal, latest_run, list_runs
+from remediate.execute.journal import Journal, latest_run
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, cluster
-from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids, wait_for
+from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids
 from tests.execute.sandbox_tools import run_cli
 from tests.plan.test_plan_sandbox import disk, zookeeper_tree
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +94,7 @@ def test_fix_restores_a_lost_id_without_a_restart_and_the_failover_is_harmless(
         for broker in incident.state.brokers:
             cluster.stop_broker(directory, broker.broker_id)
             cluster.start_broker(directory, broker.broker_id, wait=True)
-            wait_for(
+            wait_until(
                 lambda b=broker.broker_id: all(
                     b in s.isr
                     for s in partition_states(incident.zk, TOPIC, list(range(6))).values()
@@ -188,8 +188,8 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
         # 2. The operator has read the znode and is about to write it when a reassignment tool
         #    (2.4-2.7: version 2, no id) writes it: the compare-and-set loses.
         second = plan_to(config, tmp_path / "second.json")
-        before = set(list_runs(directory / "journal"))
-        env = {**os.environ, FAILPOINTS: "zk-write topic-id:read=sleep:5"}
+        point = tmp_path / "read"
+        env = {**os.environ, FAILPOINTS: f"zk-write topic-id:read=pause:{point}"}
         process = subprocess.Popen(
             apply_command(config, tmp_path / "second.json", second["digest"]),
             stdout=subprocess.PIPE,
@@ -198,15 +198,12 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
             env=env,
         )
 
-        def writing() -> bool:
-            return any(
-                r["event"] == "step-started" and str(r["step"]).endswith(":zk-write topic-id")
-                for run in set(list_runs(directory / "journal")) - before
-                for r in journal(directory, run)
-            )
-
-        wait_for(lambda: writing() or process.poll() is not None, "the znode write to start")
-        time.sleep(1)  # the read is done: the operator sleeps before its write
+        reached = tmp_path / "read.reached"
+        wait_until(
+            lambda: reached.exists() or process.poll() is not None,
+            "the operator to read the znode and hold before its write",
+        )
+        assert reached.exists(), process.communicate(timeout=10)
         assignment, version = admin.read_topic(zk, TOPIC)
         reassigning = {
             "version": 2,
@@ -215,6 +212,7 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
             "removing_replicas": {"1": [assignment.partitions[1][-1]]},
         }
         zk.set(path, json.dumps(reassigning).encode(), version=version)
+        (tmp_path / "read.release").touch()
         stdout, stderr = process.communicate(timeout=120)
         assert process.returncode == 5, stdout[-2000:] + stderr[-2000:]
         records = journal(directory, str(latest_run(directory / "journal")))

@@ -13,10 +13,10 @@ import pytest
 from remediate.config import ClusterConfig
 from remediate.errors import HaltedError, RefusedError
 from remediate.execute import steps
+from remediate.execute.executor import Executor
 from remediate.execute.journal import Journal
 from remediate.execute.lock import RunLock
 from remediate.execute.locked import require_stop_evidence, rollback_run
-from remediate.execute.runner import Executor
 from remediate.formats.logdir import encode_partition_metadata
 from remediate.formats.znodes import BROKER_IDS
 from remediate.plan import Plan

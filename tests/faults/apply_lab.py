@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import tarfile
-import time
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,8 +31,9 @@ from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metada
 from remediate.formats.topic_id import TopicId
 from remediate.sandbox import admin, client, cluster
 from remediate.sandbox.cluster import broker_pid
-from remediate.sandbox.reproduce import partition_states, replica_file_ids, wait_for
+from remediate.sandbox.reproduce import partition_states, replica_file_ids
 from tests.execute.sandbox_tools import run_cli
+from tests.wait import steady, wait_until
 
 TOPIC = "ledger"
 PARTITIONS = 3
@@ -197,7 +198,7 @@ class ApplyLab:
 
     def wait_healthy(self, timeout: float = 60.0) -> None:
         try:
-            wait_for(lambda: self.healthy() is None, "the topic to be healthy", timeout=timeout)
+            wait_until(lambda: self.healthy() is None, "the topic to be healthy", timeout=timeout)
         except SandboxError as exc:
             raise SandboxError(f"{exc}; now: {self.healthy()}") from None
 
@@ -216,18 +217,13 @@ class ApplyLab:
             children = sorted(self.zk.get_children("/brokers/ids"))
             return self.controller_epoch(), tuple((c, registration(c)) for c in children)
 
-        deadline = time.monotonic() + timeout
-        last, since = view(), time.monotonic()
-        while time.monotonic() - since < quiet_s:
-            if time.monotonic() > deadline:
-                raise SandboxError(f"the cluster did not settle for {quiet_s:.0f}s: {last}")
-            time.sleep(0.2)
+        def read() -> tuple[int, tuple[tuple[str, int], ...]]:
             try:
-                current = view()
+                return view()
             except KazooException:
-                current = (-1, ())
-            if current != last:
-                last, since = current, time.monotonic()
+                return (-1, ())
+
+        wait_until(steady(read, quiet_s), f"the cluster to settle for {quiet_s:.0f}s", timeout, 0.2)
         self.wait_healthy(timeout=timeout)
 
     def produce(self, count: int = 9) -> None:
@@ -287,7 +283,7 @@ class ApplyLab:
     ) -> None:
         """Wait until the run started by `process` journals `event` for a step ending in
         `step_suffix`; an operator that exits first fails the test with what it printed."""
-        wait_for(
+        wait_until(
             lambda: journal_has(self, before, event, step_suffix) or process.poll() is not None,
             what,
             timeout,
@@ -298,6 +294,11 @@ class ApplyLab:
                 f"the operator exited ({process.returncode}) before {what}:\n"
                 f"{stdout[-2000:]}\n{stderr[-3000:]}"
             )
+
+    def pause(self, name: str) -> Pause:
+        """A failpoint action that holds the operator at its point until released (a new one
+        each time: a module's tests share the lab)."""
+        return Pause(self.directory / "pauses" / f"{name}-{uuid.uuid4().hex[:8]}")
 
     def finish(self, process: subprocess.Popen[str], timeout: float = 240.0) -> Run:
         stdout, stderr = process.communicate(timeout=timeout)
@@ -399,6 +400,39 @@ class ApplyLab:
         }
 
 
+@dataclass(frozen=True)
+class Pause:
+    """`pause:<path>` (remediate/execute/failpoints.py): the operator holds at the failpoint
+    until the test releases it."""
+
+    path: Path
+
+    @property
+    def action(self) -> str:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return f"pause:{self.path}"
+
+    def reached(self) -> bool:
+        return self.path.with_name(self.path.name + ".reached").exists()
+
+    def wait(self, process: subprocess.Popen[str], timeout: float = 120.0) -> None:
+        """Until the operator holds at the point; one that exits first fails the test."""
+        wait_until(
+            lambda: self.reached() or process.poll() is not None,
+            f"the operator to reach {self.path.name}",
+            timeout,
+        )
+        if not self.reached():
+            stdout, stderr = process.communicate(timeout=10)
+            raise AssertionError(
+                f"the operator exited ({process.returncode}) before {self.path.name}:\n"
+                f"{stdout[-2000:]}\n{stderr[-3000:]}"
+            )
+
+    def release(self) -> None:
+        self.path.with_name(self.path.name + ".release").touch()
+
+
 def process_stopped(pid: int) -> bool:
     """The process is in state T (stopped by SIGSTOP)."""
     try:
@@ -409,7 +443,7 @@ def process_stopped(pid: int) -> bool:
 
 
 def wait_stopped(pid: int, timeout: float = 120.0) -> None:
-    wait_for(lambda: process_stopped(pid), f"process {pid} to stop itself", timeout=timeout)
+    wait_until(lambda: process_stopped(pid), f"process {pid} to stop itself", timeout=timeout)
 
 
 def journal_has(lab: ApplyLab, before: set[Path], event: str, step_suffix: str) -> bool:
@@ -448,7 +482,7 @@ def start_lab(directory: Path, *, ssh: bool = False) -> ApplyLab:
     playbook.write_text(QUICK_PLAYBOOK)
     (directory / "quick-rolling.yaml").write_text(QUICK_ROLLING)
     lab = ApplyLab(directory, state, zk, playbook)
-    wait_for(
+    wait_until(
         lambda: (
             all(v is not None for v in replica_file_ids(state, TOPIC).values())
             and len(replica_file_ids(state, TOPIC)) == 3 * PARTITIONS

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,25 +25,27 @@ from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from remediate.errors import SandboxError
 from remediate.execute import steps
+from remediate.execute.lock import lock_path
 from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
-from remediate.sandbox import admin, cluster, process
+from remediate.sandbox import admin, cluster, process, zkserver
 from remediate.sandbox.config import SANDBOX_DEFAULTS
-from remediate.sandbox.reproduce import partition_states, replica_file_ids, wait_for
+from remediate.sandbox.reproduce import partition_states, replica_file_ids
 from tests.execute.sandbox_tools import run_cli
 from tests.faults.apply_lab import (
     AREA,
     FOREIGN,
     ApplyLab,
     Run,
+    journal_has,
     runs,
     start_lab,
     stop_lab,
     wait_stopped,
 )
 from tests.faults.apply_lab import TOPIC as LEDGER
-from tests.sandbox.helpers import wait_until
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -220,7 +221,7 @@ def plant_agreed_mismatch(lab: ApplyLab) -> tuple[tuple[Path, dict[str, Any]], s
     has loaded (the incident after its failover, on 3.x): a restore plan with an election."""
     if not lab.zk.exists(f"/brokers/topics/{AGREED}"):
         admin.create_topic(lab.zk, AGREED, 3, 3, config={"min.insync.replicas": "2"})
-        wait_for(
+        wait_until(
             lambda: len([v for v in replica_file_ids(lab.state, AGREED).values() if v]) == 9,
             "every replica to write partition.metadata",
         )
@@ -232,7 +233,7 @@ def plant_agreed_mismatch(lab: ApplyLab) -> tuple[tuple[Path, dict[str, Any]], s
     lab.zk.set(path, json.dumps(foreign).encode(), version=stat.version)
     epoch = lab.controller_epoch()
     admin.failover_controller(lab.zk)
-    wait_for(
+    wait_until(
         lambda: lab.controller_epoch() > epoch and admin.current_controller(lab.zk) is not None,
         "a new controller",
     )
@@ -358,14 +359,17 @@ def test_a_broker_that_exits_at_once_halts_and_resume_starts_it(healthy_lab: App
     lab = healthy_lab
     target, plan, planted = armed(lab)
     before = runs(lab)
-    process_ = lab.start_apply(plan, failpoints="delete:finished=sleep:5")
-    lab.await_journal(process_, before, "step-finished", ":delete", "the delete")
-    # While the operator pauses after its delete, a log dir is swapped for one written by
+    pause = lab.pause("after-delete")
+    process_ = lab.start_apply(plan, failpoints=f"delete:finished={pause.action}")
+    pause.wait(process_)
+    assert journal_has(lab, before, "step-finished", ":delete")
+    # While the operator holds after its delete, a log dir is swapped for one written by
     # another broker: Kafka refuses to start on it ("doesn't match stored broker.id").
     meta = Path(lab.state.broker(target).log_dirs[0]) / "meta.properties"
     original = meta.read_bytes()
     meta.write_bytes(original.replace(f"broker.id={target}".encode(), b"broker.id=99"))
     assert meta.read_bytes() != original
+    pause.release()
     try:
         run = lab.finish(process_)
     finally:
@@ -393,13 +397,16 @@ def test_a_broker_that_never_rejoins_the_isr_halts(healthy_lab: ApplyLab) -> Non
     lab = healthy_lab
     target, plan, planted = armed(lab)
     before = runs(lab)
-    # While the operator pauses after its delete, the stale files come back (a configuration
+    # While the operator holds after its delete, the stale files come back (a configuration
     # tool restoring a log dir, say): the broker starts with the foreign id again.
-    process_ = lab.start_apply(plan, failpoints="delete:finished=sleep:5")
-    lab.await_journal(process_, before, "step-finished", ":delete", "the delete")
+    pause = lab.pause("after-delete")
+    process_ = lab.start_apply(plan, failpoints=f"delete:finished={pause.action}")
+    pause.wait(process_)
+    assert journal_has(lab, before, "step-finished", ":delete")
     for path in planted:
         if path.endswith(PARTITION_METADATA):
             Path(path).write_bytes(encode_partition_metadata(FOREIGN))
+    pause.release()
     run = lab.finish(process_)
     assert run.exit_code == 5, run.stderr[-3000:]
     (halted,) = run.events("run-halted")
@@ -420,6 +427,21 @@ def test_a_broker_that_never_rejoins_the_isr_halts(healthy_lab: ApplyLab) -> Non
 # -- ZooKeeper ------------------------------------------------------------------------------
 
 
+def zk_connections(lab: ApplyLab) -> int:
+    """The clients connected to the lab's ZooKeeper (its `mntr`), or 0 while it is down."""
+    try:
+        answer = zkserver.four_letter_word(
+            lab.state.zookeeper_host, lab.state.zookeeper_port, "mntr"
+        )
+    except OSError:
+        return 0
+    for line in answer.splitlines():
+        key, _, value = line.partition("\t")
+        if key == "zk_num_alive_connections" and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
 @pytest.mark.fault(
     AREA,
     "The operator's ZooKeeper session expires during the run (the process is frozen longer"
@@ -435,8 +457,15 @@ def test_a_lost_session_stops_the_run_before_the_next_destructive_action(
     operator = lab.start_apply(plan, failpoints="gate restart-safety:finished=stop")
     try:
         wait_stopped(operator.pid)
+        # Frozen, the operator cannot keep its session alive: ZooKeeper expires it, and the
+        # run lock's ephemeral znode goes with it.
+        locks = lock_path(lab.settings["cluster"])
         timeout = float(lab.settings["zookeeper"]["session_timeout_s"])
-        time.sleep(timeout + 5)
+        wait_until(
+            lambda: lab.zk.get_children(locks) == [],
+            "the frozen operator's session to expire",
+            timeout * 3 + 30,
+        )
     finally:
         operator.send_signal(signal.SIGCONT)
     run = lab.finish(operator)
@@ -462,22 +491,30 @@ def test_zookeeper_down_for_a_while(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
     _target, plan, planted = armed(lab)
     before = runs(lab)
-    # Both bounds are set well past the outage, so the outcome is forced, not raced: the
-    # operator's session (30 s) outlives the outage, ZooKeeper's restart and the client's
-    # reconnect backoff on a loaded host (with the lab's 10 s it is sometimes lost), and the
-    # run pauses after the wait for 40 s, so its next read comes when ZooKeeper is back.
+    # The operator's session (30 s) outlives the outage, ZooKeeper's restart and the client's
+    # reconnect backoff on a loaded host; the operator holds after the wait until every
+    # client ZooKeeper had before the outage is connected again, so its next read comes when
+    # ZooKeeper is back.
     patient = lab.patient_config(session_timeout_s=30)
-    operator = lab.start_apply(plan, config=patient, failpoints="wait registered:finished=sleep:40")
-    lab.await_journal(
-        operator, before, "step-finished", ":wait registered", "the broker to register"
+    pause = lab.pause("zookeeper-outage")
+    operator = lab.start_apply(
+        plan, config=patient, failpoints=f"wait registered:finished={pause.action}"
     )
+    pause.wait(operator)
+    assert journal_has(lab, before, "step-finished", ":wait registered")
+    clients = zk_connections(lab)
     pid = cluster.zookeeper_pid(lab.directory)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     process.wait_gone(pid, timeout=30)
-    time.sleep(6)  # the outage itself
+    wait_until(lambda: not lab.zk.connected, "the clients to lose ZooKeeper")
     cluster.start_zookeeper(lab.directory, lab.state)
-    assert wait_until(lambda: lab.zk.connected, timeout=60)
+    wait_until(
+        lambda: lab.zk.connected and zk_connections(lab) >= clients,
+        "every client to reconnect to ZooKeeper",
+        60,
+    )
+    pause.release()
     run = lab.finish(operator)
     assert run.exit_code == 0, run.stderr[-3000:]
     assert run.events("run-completed")
@@ -511,9 +548,11 @@ def test_a_controller_that_moves_is_still_restarted_last(healthy_lab: ApplyLab) 
     first, second, last = order
     assert last == controller
     before = runs(lab)
-    # The first broker stays down a while after its stop, so it cannot take the controller.
-    operator = lab.start_apply(plan, failpoints="stop:finished=sleep:6")
-    lab.await_journal(operator, before, "step-finished", ":stop", "the first stop")
+    # The first broker stays down after its stop, so it cannot take the controller.
+    pause = lab.pause("after-stop")
+    operator = lab.start_apply(plan, failpoints=f"stop:finished={pause.action}")
+    pause.wait(operator)
+    assert journal_has(lab, before, "step-finished", ":stop")
     # Hand the controller to `second`: freeze the old one so it cannot win the election.
     frozen = cluster.broker_pid(lab.directory, controller)
     assert frozen is not None
@@ -523,6 +562,7 @@ def test_a_controller_that_moves_is_still_restarted_last(healthy_lab: ApplyLab) 
         assert lab.controller() == second
     finally:
         os.kill(frozen, signal.SIGCONT)
+    pause.release()
     run = lab.finish(operator)
     assert run.exit_code == 0, run.stderr[-3000:]
     started = [StepKey.parse(str(r["step"])).broker for r in run.events("step-started")]
@@ -547,12 +587,13 @@ def test_a_second_broker_failure_blocks_the_next_restart(healthy_lab: ApplyLab) 
     plan = lab.plan([1, 2, 3], playbook=lab.directory / "quick-rolling.yaml")
     first, second, bystander = [s["broker"] for s in plan[1]["steps"]]
     before = runs(lab)
-    operator = lab.start_apply(plan, failpoints="wait in-sync:finished=sleep:10")
-    lab.await_journal(
-        operator, before, "step-finished", ":wait in-sync", "the first broker's restart"
-    )
-    # A broker whose turn has not come dies while the operator pauses between two steps.
+    pause = lab.pause("between-steps")
+    operator = lab.start_apply(plan, failpoints=f"wait in-sync:finished={pause.action}")
+    pause.wait(operator)
+    assert journal_has(lab, before, "step-finished", ":wait in-sync")
+    # A broker whose turn has not come dies while the operator holds between two steps.
     assert cluster.kill_broker(lab.directory, bystander)
+    pause.release()
     run = lab.finish(operator)
     assert run.exit_code == 5, run.stderr[-3000:]
     (halted,) = run.events("run-halted")
@@ -601,7 +642,7 @@ def test_a_broker_out_of_the_isr_blocks_the_next_restart_on_min_isr(
                 bystander not in s.isr and second in s.isr and len(s.isr) == 2 for s in states
             )
 
-        wait_for(at_min_isr, f"broker {bystander} to leave an ISR", timeout=20)
+        wait_until(at_min_isr, f"broker {bystander} to leave an ISR", timeout=20)
         assert str(bystander) in lab.zk.get_children("/brokers/ids")
         operator.send_signal(signal.SIGCONT)
         run = lab.finish(operator)
@@ -664,7 +705,7 @@ def test_a_dropped_ssh_connection_during_a_step(ssh_lab: ApplyLab) -> None:
     before = runs(lab)
     operator = lab.start_apply(plan)
     lab.await_journal(operator, before, "step-started", ":stop", "the stop")
-    wait_for(
+    wait_until(
         lambda: stop_command_running(lab, target) or operator.poll() is not None,
         "the stop command to run",
         timeout=60,
@@ -760,7 +801,7 @@ def test_a_topic_named_like_a_shell_option_is_repaired(healthy_lab: ApplyLab) ->
         found = [d / f"{topic}-0" / PARTITION_METADATA for d in log_dirs]
         return next((p for p in found if p.exists()), None)
 
-    wait_for(lambda: replica_file() is not None, "the replica's partition.metadata", 60)
+    wait_until(lambda: replica_file() is not None, "the replica's partition.metadata", 60)
     path = replica_file()
     assert path is not None
     others = {p: p.read_bytes() for d in log_dirs for p in d.rglob("*") if p.is_file()}

@@ -15,11 +15,11 @@ import yaml
 from kazoo.security import make_acl
 
 from remediate.sandbox import admin, cluster, process, zkserver
-from remediate.sandbox.reproduce import wait_for
 from tests.collect.test_zookeeper_secure import sasl_jaas, tls_server_settings
 from tests.execute.sandbox_tools import run_cli
 from tests.execute.test_restore_sandbox import TOPIC, legacy_add, without_lock
 from tests.plan.test_plan_sandbox import zookeeper_tree
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +95,7 @@ def test_a_repair_through_tls_and_sasl_takes_the_lock_under_its_acl(
         secure_port, certs = secure_zookeeper(directory, state)
         incident = legacy_add(directory)
         zk = incident.zk
-        wait_for(lambda: len(zk.get_children("/brokers/ids")) == 3, "brokers registered")
+        wait_until(lambda: len(zk.get_children("/brokers/ids")) == 3, "brokers registered")
         settings = yaml.safe_load((directory / "cluster.yaml").read_text())
         locks = f"/remediate/locks/{settings['cluster']}"
         zk.ensure_path(locks)

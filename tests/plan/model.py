@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import BrokerRegistration, Endpoint, PartitionState, TopicAssignment
-from remediate.scan.report import Finding
+from remediate.scan.findings import Finding
 from remediate.state import ClusterState, TopicState
 
 OLD = "AAAAAAAAAAAAAAAAAAAAAQ"

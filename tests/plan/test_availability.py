@@ -9,15 +9,15 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from remediate.plan.availability import (
-    Restart,
-    Restore,
-    Timeline,
+    PredictedTimeline,
+    RestartOp,
+    RestoreOp,
     build_model,
     harm,
     simulate,
 )
 from remediate.plan.order import order_restarts
-from remediate.scan.report import Finding
+from remediate.scan.findings import Finding
 from remediate.state import ClusterState, TopicPartition
 from tests.plan.model import OLD, cluster, findings_for
 
@@ -62,21 +62,21 @@ def one_partition(
 def predict(
     state: ClusterState,
     findings: list[Finding],
-    actions: Sequence[Restart | Restore],
+    actions: Sequence[RestartOp | RestoreOp],
     *,
     loophole: bool = True,
-) -> Timeline:
+) -> PredictedTimeline:
     model = build_model(state, findings, min_isr_default=1, loophole=loophole)
     return simulate(model, actions)
 
 
-def windows(timeline: Timeline) -> Mapping[TopicPartition, tuple[str, ...]]:
+def windows(timeline: PredictedTimeline) -> Mapping[TopicPartition, tuple[str, ...]]:
     return timeline.windows()
 
 
 def test_a_replica_with_zookeepers_id_everywhere_only_sees_ordinary_leader_moves() -> None:
     state, findings = one_partition()
-    timeline = predict(state, findings, [Restart(1), Restart(2), Restart(3)])
+    timeline = predict(state, findings, [RestartOp(1), RestartOp(2), RestartOp(3)])
     assert windows(timeline) == {}
     assert timeline.converged
 
@@ -85,7 +85,7 @@ def test_a_stale_leader_rejects_the_epoch_bump_a_follower_restart_causes() -> No
     # Leader 1 holds OLD in memory and has met no bump yet: it works now. Follower 3's
     # controlled shutdown shrinks the ISR (+1 epoch): leader 1 rejects it and is fenced.
     state, findings = one_partition(stale=[1, 2])
-    timeline = predict(state, findings, [Restart(3, ALL)])
+    timeline = predict(state, findings, [RestartOp(3, ALL)])
     assert timeline.unavailable_now == frozenset()
     assert windows(timeline) == {T0: ("step 1", "after step 1")}
     # Broker 3, back with no file, is at a newer epoch than its leader: it cannot follow.
@@ -101,13 +101,13 @@ def test_a_fenced_leader_is_unavailable_now() -> None:
 def test_a_stale_replica_made_leader_never_takes_the_leadership() -> None:
     # Leader 1 stops; the controller elects 2, which holds OLD and rejects.
     state, findings = one_partition(stale=[2])
-    timeline = predict(state, findings, [Restart(1)])
+    timeline = predict(state, findings, [RestartOp(1)])
     assert windows(timeline) == {T0: ("step 1", "after step 1")}
 
 
 def test_the_last_in_sync_replica_retries_then_goes_offline_until_it_returns() -> None:
     state, findings = one_partition(stale=[1, 2, 3], isr=(3,), leader=3, fenced=True)
-    timeline = predict(state, findings, [Restart(3, ALL)])
+    timeline = predict(state, findings, [RestartOp(3, ALL)])
     phase = timeline.phases[0]
     assert phase.last_in_isr == ALL
     assert P in phase.during
@@ -116,16 +116,16 @@ def test_the_last_in_sync_replica_retries_then_goes_offline_until_it_returns() -
     assert P in phase.after
     assert not timeline.converged
     state, findings = one_partition(stale=[1, 2, 3], isr=(3,), leader=3, fenced=True, min_isr=1)
-    assert P not in predict(state, findings, [Restart(3, ALL)]).phases[0].after
+    assert P not in predict(state, findings, [RestartOp(3, ALL)]).phases[0].after
 
 
 def test_convergence_needs_every_old_replica_restarted_with_its_file_deleted() -> None:
     state, findings = one_partition(stale=[1, 2, 3], isr=(1, 2), fenced=True)
-    cleared = [Restart(2, ALL), Restart(3, ALL), Restart(1, ALL)]
+    cleared = [RestartOp(2, ALL), RestartOp(3, ALL), RestartOp(1, ALL)]
     assert predict(state, findings, cleared).converged
     # One broker restarted with its old file kept: the 2.8 loophole accepts one LeaderAndIsr,
     # the file's id is loaded, and the partition does not converge.
-    kept = [Restart(2, ALL), Restart(3), Restart(1, ALL)]
+    kept = [RestartOp(2, ALL), RestartOp(3), RestartOp(1, ALL)]
     assert not predict(state, findings, kept).converged
 
 
@@ -135,13 +135,13 @@ def test_the_first_leader_and_isr_after_a_restart_is_accepted_on_2_8_only(
 ) -> None:
     # Leader 1 holds ZooKeeper's id; broker 3 restarts with OLD on disk, not deleted.
     state, findings = one_partition(stale=[3])
-    timeline = predict(state, findings, [Restart(3)], loophole=loophole)
+    timeline = predict(state, findings, [RestartOp(3)], loophole=loophole)
     assert (P not in timeline.phases[0].out_of_isr_after) is in_isr_after
 
 
 def test_a_restore_heals_at_once_every_partition_whose_replicas_all_hold_the_id() -> None:
     state, findings = one_partition(stale=[1, 2, 3], isr=(1, 2), fenced=True)
-    timeline = predict(state, findings, [Restore("t", OLD)])
+    timeline = predict(state, findings, [RestoreOp("t", OLD)])
     assert timeline.unavailable_now == ALL
     assert timeline.phases[0].after == frozenset()
     assert timeline.converged
@@ -149,17 +149,17 @@ def test_a_restore_heals_at_once_every_partition_whose_replicas_all_hold_the_id(
 
 def test_a_replica_out_of_the_isr_for_a_reason_the_model_cannot_see_is_not_assumed_back() -> None:
     state, findings = one_partition(isr=(1, 2))
-    timeline = predict(state, findings, [Restart(2)])
+    timeline = predict(state, findings, [RestartOp(2)])
     assert timeline.phases[0].out_of_isr_after == frozenset()
     assert not timeline.converged and timeline.unconverged == (P,)
 
 
 def test_an_ordinary_breach_of_min_isr_is_told_apart_from_the_ids_doing() -> None:
     state, findings = one_partition(isr=(1, 2))
-    phase = predict(state, findings, [Restart(2)]).phases[0]
+    phase = predict(state, findings, [RestartOp(2)]).phases[0]
     assert phase.below_min == {P: ((1, 2), 2)}
     stale_state, stale_findings = one_partition(stale=[1], isr=(1, 2))
-    assert predict(stale_state, stale_findings, [Restart(2)]).phases[0].below_min == {}
+    assert predict(stale_state, stale_findings, [RestartOp(2)]).phases[0].below_min == {}
 
 
 def test_the_incident_after_reproduce_the_controller_last_heals_the_old_partitions() -> None:
@@ -199,6 +199,6 @@ def test_the_incident_after_reproduce_the_controller_last_heals_the_old_partitio
 
 def test_harm_counts_newly_unavailable_partitions_first() -> None:
     state, findings = one_partition(stale=[1, 2])
-    worse = predict(state, findings, [Restart(3, ALL)])
+    worse = predict(state, findings, [RestartOp(3, ALL)])
     better = predict(state, findings, [])
     assert harm(better, 0) < harm(worse, 1)

@@ -42,12 +42,14 @@ def zookeeper_tree(zk: KazooClient, path: str = "/") -> dict[str, tuple[bytes, i
 
 
 def disk(state: cluster.SandboxState) -> dict[str, str]:
-    """sha256 of every file in every log dir."""
+    """sha256 of every file in every log dir but the root checkpoints, which the brokers
+    rewrite on their own every few seconds (replication-offset-checkpoint and its kin)."""
     digests = {}
     for broker in state.brokers:
         for log_dir in broker.log_dirs:
             for path in sorted(Path(log_dir).rglob("*")):
-                if path.is_file() and path.name != ".lock":
+                own_checkpoint = path.parent == Path(log_dir) and path.name.endswith("checkpoint")
+                if path.is_file() and path.name != ".lock" and not own_checkpoint:
                     digests[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
 
@@ -70,15 +72,24 @@ def test_plan_lists_the_affected_brokers_controller_last_and_changes_nothing(
     zk_before = zookeeper_tree(reproduced.zk)
     disk_before = disk(reproduced.state)
 
-    result = run_cli("plan", "-c", str(config), "--json", "-o", str(tmp_path / "plan.json"))
-    markdown = run_cli("plan", "-c", str(config), "--format", "markdown")
+    restarts = ("--candidate", "keep-zk-id")
+    result = run_cli(
+        "plan", "-c", str(config), "--json", "-o", str(tmp_path / "plan.json"), *restarts
+    )
+    markdown = run_cli("plan", "-c", str(config), "--format", "markdown", *restarts)
+    chosen = run_cli("plan", "-c", str(config), "--json")
 
     assert zookeeper_tree(reproduced.zk) == zk_before, "planning wrote to ZooKeeper"
     assert disk(reproduced.state) == disk_before, "planning changed a file on a broker"
 
-    # The 2.8 repair is not refused (its stale partitions are unwritable already): ZooKeeper's
-    # id is kept, every broker holding the stale id is restarted, the active controller last,
-    # and only the stale replicas' partition.metadata is deleted (the default playbook).
+    # With two log dirs per broker, the model's choice is the repair without restarts.
+    assert chosen.returncode == 0, chosen.stderr[-2000:]
+    weighed = json.loads(chosen.stdout)["candidates"]
+    assert [c["name"] for c in weighed if c["chosen"]] == ["move-keep-zk-id"]
+    assert {c["name"] for c in weighed} == {"keep-zk-id", "restore-id", "move-keep-zk-id"}
+    # The 2.8 repair by restarts is not refused (its stale partitions are unwritable already):
+    # ZooKeeper's id is kept, every broker holding the stale id is restarted, the active
+    # controller last, and only the stale replicas' partition.metadata is deleted.
     assert result.returncode == 0, result.stderr[-2000:]
     plan: dict[str, Any] = json.loads(result.stdout)
     assert json.loads((tmp_path / "plan.json").read_text()) == plan

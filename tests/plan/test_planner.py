@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from remediate.cli.apply import _unaccepted
 from remediate.execute import steps
 from remediate.plan import (
     FileKey,
@@ -21,12 +20,13 @@ from remediate.plan import (
     make_plan,
     plan_from_json,
 )
-from remediate.plan.availability import Restart, build_model, harm, simulate
+from remediate.plan.availability import RestartOp, build_model, harm, simulate
 from remediate.plan.planner import _cleared
+from remediate.plan.render import plan_markdown, plan_table
 from remediate.playbook import Action, Playbook, load_playbook
-from remediate.render import plan_markdown, plan_table
-from remediate.scan.report import Finding
+from remediate.scan.findings import Finding
 from remediate.state import ClusterState, TopicPartition
+from remediate.workflows import unaccepted
 from tests.plan.model import cluster, findings_for
 
 REPAIR = load_playbook("topicid-mismatch")
@@ -337,7 +337,7 @@ def test_plan_properties(
     cleared = {s.broker: _cleared(s) for s in plan.restarts}
 
     def predicted(brokers: list[int]) -> tuple[int, ...]:
-        restarts = [Restart(b, cleared[b]) for b in (*brokers, *controller)]
+        restarts = [RestartOp(b, cleared[b]) for b in (*brokers, *controller)]
         return harm(simulate(model, restarts), len(restarts))
 
     if plan.restores == ():
@@ -479,7 +479,7 @@ def test_fix_names_every_partition_it_would_make_unavailable() -> None:
         controller=3,
     )
     kinds = {(b, "orders", p): "TOPIC_ID_MISMATCH" for b in (1, 2, 3) for p in (0, 1, 2)}
-    message = _unaccepted(plan_for(state, findings_for(state, kinds)))
+    message = unaccepted(plan_for(state, findings_for(state, kinds)))
     assert "orders-1 (step 2, after step 2)" in message
     assert "--accept-unavailable" in message
 

@@ -24,8 +24,8 @@ from rich.console import Console
 
 from remediate.plan import Plan, RestartStep, RestoreStep, canonical, compute_digest
 from remediate.plan.model import plan_from_json
+from remediate.plan.render import plan_markdown, plan_table
 from remediate.playbook import Action
-from remediate.render import plan_markdown, plan_table
 from remediate.state import ReplicaRef, TopicPartition
 
 CORPUS = Path(__file__).parent / "data" / "plans.jsonl"

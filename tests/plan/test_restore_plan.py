@@ -16,9 +16,9 @@ from remediate.plan import (
     make_plan,
     plan_from_json,
 )
+from remediate.plan.render import plan_markdown
 from remediate.playbook import load_playbook
-from remediate.render import plan_markdown
-from remediate.scan.report import Finding
+from remediate.scan.findings import Finding
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
 from tests.plan.model import NEW, OLD, cluster, findings_for
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from remediate.sandbox import admin, cluster
-from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids, wait_for
+from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids
 from tests.execute.sandbox_tools import run_cli
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -56,7 +57,7 @@ def test_the_restore_prevents_the_incident_on_real_kafka(tmp_path: Path) -> None
         for broker in (1, 2, 3):
             cluster.stop_broker(directory, broker)
             cluster.start_broker(directory, broker, wait=True)
-            wait_for(
+            wait_until(
                 lambda: all(
                     sorted(s.isr) == [1, 2, 3]
                     for s in partition_states(zk, "orders", list(range(6))).values()

@@ -22,7 +22,7 @@ from remediate.errors import SandboxError
 from remediate.formats.properties import load_properties
 from remediate.sandbox import cluster, jvm_broker, process
 from tests.execute.sandbox_tools import run_cli
-from tests.sandbox.helpers import wait_until
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -16,15 +14,6 @@ from remediate.formats.logdir import LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA
 from remediate.formats.znodes import PartitionState
 from remediate.sandbox import client, clients, cluster
 from remediate.sandbox.reproduce import partition_states
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return condition()
 
 
 def states(zk: KazooClient, topic: str, partitions: list[int]) -> dict[int, PartitionState]:
@@ -109,7 +98,7 @@ class BackgroundProducer(Background):
                     self.acked.append(client.Acked(partition, offset, key))
                 else:
                     self.errors += 1
-                    time.sleep(0.05)
+                    self._stop.wait(0.05)  # a producer's retry backoff
         finally:
             producer.close()
             zk.stop()

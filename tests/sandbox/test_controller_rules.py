@@ -23,7 +23,8 @@ from remediate.formats.znodes import (
 )
 from remediate.sandbox import admin, client, cluster, wire
 from remediate.sandbox.reproduce import replica_file_ids
-from tests.sandbox.helpers import states, wait_until
+from tests.sandbox.helpers import states
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 

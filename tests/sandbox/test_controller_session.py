@@ -25,7 +25,7 @@ from remediate.formats.znodes import (
 from remediate.sandbox import process, zkserver
 from remediate.sandbox.broker import PERSISTENT_PATHS
 from remediate.sandbox.controller import Controller, Event
-from tests.sandbox.helpers import wait_until
+from tests.wait import wait_until
 
 
 @pytest.fixture

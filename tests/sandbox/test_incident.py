@@ -35,7 +35,8 @@ from remediate.formats.znodes import (
 )
 from remediate.sandbox import admin, cluster
 from remediate.sandbox.reproduce import Incident, mismatch_lines, replica_file_ids
-from tests.sandbox.helpers import replica_dirs, states, wait_until
+from tests.sandbox.helpers import replica_dirs, states
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -28,7 +28,8 @@ from remediate.sandbox import admin, cluster, wire, zkserver
 from remediate.sandbox.replica import Partition, ReplicaManager, load_log_dirs
 from remediate.sandbox.reproduce import replica_file_ids
 from remediate.sandbox.storage import PartitionLog
-from tests.sandbox.helpers import replica_dirs, states, wait_until
+from tests.sandbox.helpers import replica_dirs, states
+from tests.wait import wait_until
 
 TOPIC = "rules"
 TP = (TOPIC, 0)

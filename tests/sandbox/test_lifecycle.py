@@ -14,7 +14,8 @@ from remediate.formats.logdir import PARTITION_METADATA
 from remediate.formats.znodes import BROKER_IDS
 from remediate.sandbox import admin, client, cluster, process
 from remediate.sandbox.reproduce import Incident, mismatch_lines, replica_file_ids
-from tests.sandbox.helpers import lost_records, replica_dirs, states, wait_until
+from tests.sandbox.helpers import lost_records, replica_dirs, states
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 

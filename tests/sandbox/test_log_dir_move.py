@@ -24,10 +24,11 @@ from pathlib import Path
 import pytest
 
 from remediate.formats.logdir import PARTITION_METADATA, parse_partition_metadata
-from remediate.kafka_admin import KafkaAdmin, KafkaPythonAdmin
+from remediate.kafka_admin import KafkaAdmin, KafkaPythonAdmin, places
 from remediate.sandbox import admin, cluster
 from remediate.sandbox.admin_port import SandboxAdmin
-from remediate.sandbox.reproduce import Incident, leader_fenced, partition_states, wait_for
+from remediate.sandbox.reproduce import Incident, leader_fenced, partition_states
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -110,12 +111,12 @@ def test_the_move_and_the_trigger(incident: Incident) -> None:
         assert set(answers.values()) == {None}
 
         def moved() -> bool:
-            places = client.replica_places(replicas, [(TOPIC, partition)])
-            return {k: (places[k].log_dir, places[k].future_dir) for k in moves if k in places} == {
+            found = places(client.log_dirs(replicas, [(TOPIC, partition)]))
+            return {k: (found[k].log_dir, found[k].future_dir) for k in moves if k in found} == {
                 k: (d, None) for k, d in moves.items()
             }
 
-        wait_for(moved, f"the replicas of {TOPIC}-{partition} to move", timeout=60)
+        wait_until(moved, f"the replicas of {TOPIC}-{partition} to move", timeout=60)
         # The move is the broker's own business: nothing changed in ZooKeeper.
         assert partition_states(zk, TOPIC, [partition])[partition] == before[partition]
         swapped = {file_id(replica_dir(incident, b, partition)) for _, _, b in moves}
@@ -133,7 +134,7 @@ def test_the_move_and_the_trigger(incident: Incident) -> None:
                 files = {file_id(replica_dir(incident, b, partition)) for b in replicas}
                 return sorted(now.isr) == sorted(replicas) and files == {new}
 
-            wait_for(healed, f"{TOPIC}-{partition} to heal", timeout=120)
+            wait_until(healed, f"{TOPIC}-{partition} to heal", timeout=120)
         assert client.ongoing_reassignments() == set()
     finally:
         client.close()

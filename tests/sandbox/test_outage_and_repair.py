@@ -11,13 +11,8 @@ import pytest
 from remediate.formats.znodes import PartitionState
 from remediate.sandbox import admin, client, cluster
 from remediate.sandbox.reproduce import Incident, replica_file_ids
-from tests.sandbox.helpers import (
-    BackgroundProducer,
-    delete_metadata_files,
-    lost_records,
-    states,
-    wait_until,
-)
+from tests.sandbox.helpers import BackgroundProducer, delete_metadata_files, lost_records, states
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 

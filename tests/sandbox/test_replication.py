@@ -13,7 +13,8 @@ import pytest
 from remediate.formats.logdir import LEADER_EPOCH_CHECKPOINT, parse_leader_epoch_checkpoint
 from remediate.sandbox import admin, client, cluster
 from remediate.sandbox.storage import PartitionLog
-from tests.sandbox.helpers import replica_dirs, states, wait_until
+from tests.sandbox.helpers import replica_dirs, states
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 

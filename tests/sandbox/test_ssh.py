@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from remediate.sandbox import cluster
-from tests.sandbox.helpers import wait_until
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 

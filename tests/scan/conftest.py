@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,8 @@ from typing import Any
 import pytest
 
 from remediate.sandbox.zkserver import free_port
-from remediate.scan.runner import spark_session
+from remediate.scan.scanner import spark_session
+from tests.wait import wait_until
 
 
 @pytest.fixture(scope="session")
@@ -29,16 +29,16 @@ def _spark_class() -> Path:
 
 
 def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def logged() -> bool:
         if log.exists() and text in log.read_text(errors="replace"):
-            return
+            return True
         if process.poll() is not None:
-            break
-        time.sleep(0.2)
-    raise AssertionError(
-        f"{text!r} never appeared in {log}:\n{log.read_text(errors='replace')[-3000:]}"
-    )
+            raise AssertionError(
+                f"{text!r} never appeared in {log}:\n{log.read_text(errors='replace')[-3000:]}"
+            )
+        return False
+
+    wait_until(logged, f"{text!r} in {log}", timeout=timeout, interval=0.2)
 
 
 @pytest.fixture(scope="session")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from remediate.scan.report import ScanReport
-from remediate.scan.runner import classify_snapshots
+from remediate.scan.findings import ScanReport
+from remediate.scan.scanner import classify_snapshots
 from tests.scan.builder import SnapshotBuilder, X, Y
 
 Key = tuple[str, int | None, str | None, int | None]

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from remediate.errors import ScanError
 from remediate.scan.duck import duckdb_sql
-from remediate.scan.report import ScanReport
+from remediate.scan.findings import ScanReport
 from remediate.scan.rules import CLASSIFY_SQL
-from remediate.scan.runner import classify_on_duckdb, classify_snapshots
+from remediate.scan.scanner import classify_on_duckdb, classify_snapshots
 from tests.scan import test_classify, test_stale_leader
 from tests.scan.builder import SnapshotBuilder, X, Y
 

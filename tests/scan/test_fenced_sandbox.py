@@ -13,8 +13,8 @@ import pytest
 
 from remediate.sandbox import cluster
 from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids
+from remediate.scan.findings import Finding
 from remediate.scan.kinds import FindingKind
-from remediate.scan.report import Finding
 from tests.scan.test_scan_sandbox import run_cli, scan_sandbox
 
 pytestmark = pytest.mark.slow

@@ -14,15 +14,16 @@ from typing import Any
 import pytest
 import yaml
 
-from remediate.collect.run import collect
+from remediate.collect.collector import collect
 from remediate.config import load_cluster_config
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.sandbox import admin, cluster, process
 from remediate.sandbox.reproduce import Incident, replica_file_ids
-from remediate.scan.report import ScanReport
-from remediate.scan.runner import classify_on_duckdb, classify_snapshots
-from tests.sandbox.helpers import replica_dirs, wait_until
+from remediate.scan.findings import ScanReport
+from remediate.scan.scanner import classify_on_duckdb, classify_snapshots
+from tests.sandbox.helpers import replica_dirs
 from tests.scan.test_engines import canonical
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -42,7 +42,7 @@ CASES = """
 import json, sys, tempfile, threading
 from pathlib import Path
 from remediate.scan import session
-from remediate.scan.runner import classify_snapshots
+from remediate.scan.scanner import classify_snapshots
 from remediate.scan.warmup import write_sample
 
 case = sys.argv[1]

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from remediate.scan.findings import EXIT_CODES, ScanReport
 from remediate.scan.kinds import FindingKind
-from remediate.scan.report import EXIT_CODES, ScanReport
-from remediate.scan.runner import classify_snapshots
+from remediate.scan.scanner import classify_snapshots
 from tests.scan.builder import SnapshotBuilder, X, Y
 
 FENCED = FindingKind.LEADER_FENCED_BY_STALE_ID

@@ -3,7 +3,7 @@ findings listed, unpacked into the finding and count rows the report is built fr
 
 from __future__ import annotations
 
-from remediate.scan.report import build_report, unpack_summary
+from remediate.scan.findings import build_report, unpack_summary
 from remediate.scan.rules import LISTED_COLUMNS, summary_sql
 
 

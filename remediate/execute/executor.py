@@ -7,10 +7,10 @@ are never repeated on resume; the one that was in flight is re-verified (it eith
 effect, which is checked, or it is carried out now). Any gate that does not pass within its
 timeout halts the run with the exact state it saw.
 
-This module is the run loop (recover from the journal, restores first, then the restarts
-with the controller last, then the convergence gate); the steps are in restart.py,
-restore.py and converge.py, what they read and wait for in probes.py, their decisions in
-decisions.py.
+This module is the run loop (recover from the journal, restores first, then moves and their
+trigger, then the restarts with the controller last, then the convergence gate); the steps
+are in restart.py, restore.py, move.py and converge.py, what they read and wait for in
+probes.py, their decisions in decisions.py.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ from remediate.execute.converge import Converge
 from remediate.execute.decisions import IndexedStep, next_restart, started_restart
 from remediate.execute.journal import Journal, JournalEvent, RunStatus, replay
 from remediate.execute.lock import RunLock
+from remediate.execute.move import MoveRun, TriggerRun
 from remediate.execute.probes import Probes
 from remediate.execute.recorder import Recorder
-from remediate.execute.restart import Restart
-from remediate.execute.restore import Restore
+from remediate.execute.restart import RestartRun
+from remediate.execute.restore import RestoreRun
 from remediate.execute.rollback import rollback
 from remediate.execute.services import RunLedger, RunOutcome, Services
 from remediate.execute.steps import Decision, StepKey
-from remediate.plan import Plan, RestartStep, RestoreStep
+from remediate.plan import MoveStep, Plan, RestartStep, RestoreStep, TriggerStep
 from remediate.playbook import Action
 
 __all__ = ["Executor", "RunOutcome", "Services"]
@@ -83,7 +84,13 @@ class Executor:
             probes.sample()
             for index, step in enumerate(self.plan.steps):
                 if isinstance(step, RestoreStep):
-                    Restore(self.plan, self.services, recorder, probes, index, step).run()
+                    RestoreRun(self.plan, self.services, recorder, probes, index, step).run()
+            # The repair without restarts: the moves, then the trigger, in the plan's order.
+            for index, step in enumerate(self.plan.steps):
+                if isinstance(step, MoveStep):
+                    MoveRun(self.plan, self.services, recorder, probes, index, step).run()
+                elif isinstance(step, TriggerStep):
+                    TriggerRun(self.plan, self.services, recorder, probes, index, step).run()
             remaining = [
                 (i, s) for i, s in enumerate(self.plan.steps) if isinstance(s, RestartStep)
             ]
@@ -91,7 +98,7 @@ class Executor:
                 # The controller is re-read before every step: it may have moved.
                 index, step = self._next(remaining, recorder, probes)
                 remaining.remove((index, step))
-                Restart(self.plan, self.services, recorder, probes, index, step).run()
+                RestartRun(self.plan, self.services, recorder, probes, index, step).run()
             Converge(self.plan, self.services, recorder, probes).run()
             probes.sample()
         except HaltedError as exc:

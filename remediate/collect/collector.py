@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from remediate.collect.cluster_state import read_cluster_state
 from remediate.collect.inventory import StateChangeTail, inventory_command, inventory_rows
 from remediate.collect.snapshot import BrokerReport, write_snapshot, write_state_tables
-from remediate.collect.zookeeper import ZkAuth, ZkSettings, ZkTls, read_cluster_state, session
 from remediate.config import BrokerConfig, ClusterConfig
 from remediate.errors import ConfigError, FormatError, TransportError
 from remediate.formats.properties import load_properties
@@ -21,6 +21,7 @@ from remediate.gcpause import gc_paused
 from remediate.ports import Transport
 from remediate.state import ClusterState
 from remediate.transport import LocalTransport, SshSettings, SshTransport
+from remediate.zookeeper import ZkAuth, ZkSettings, ZkTls, session
 
 INVENTORY_TIMEOUT_S = 300.0
 Progress = Callable[[str], None]

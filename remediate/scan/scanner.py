@@ -13,7 +13,7 @@ from typing import Any
 from remediate.collect.snapshot import read_meta
 from remediate.errors import ScanError
 from remediate.gcpause import gc_paused
-from remediate.scan.report import ScanReport, build_report, unpack_summary
+from remediate.scan.findings import ScanReport, build_report, unpack_summary
 from remediate.scan.session import DEFAULT_MASTER, BackgroundSession, spark_session
 
 ENGINES = ("spark", "duckdb")

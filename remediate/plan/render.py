@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from remediate.plan import Plan, Prediction, RestoreStep
+from remediate.plan import MoveStep, Plan, Prediction, RestoreStep, TriggerStep
 from remediate.plan.model import by_name, names
 from remediate.state import TopicPartition
 
@@ -40,10 +40,26 @@ def _model_lines(plan: Plan) -> list[object]:
             weighed.append(
                 f"  - {c.name} ({mark}): {c.restarts} restart(s), newly unavailable"
                 f" {', '.join(names(c.newly_unavailable)) or 'none'}, {c.unavailable_phases}"
-                f" unavailable phase(s), converges {'yes' if c.converges else 'no'}\n"
+                f" unavailable phase(s), converges {'yes' if c.converges else 'no'}"
+                + (
+                    "; copies "
+                    + ", ".join(
+                        f"{_bytes(n)} on broker {b}" for b, n in sorted(c.bytes_to_copy.items())
+                    )
+                    if c.bytes_to_copy
+                    else ""
+                )
+                + "\n"
             )
         parts.append(weighed)
     return parts
+
+
+def _bytes(count: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} bytes"
 
 
 def plan_table(plan: Plan) -> Group:
@@ -67,6 +83,29 @@ def plan_table(plan: Plan) -> Group:
                 "\n".join(names(step.partitions)),
                 f"znode /brokers/topics/{step.topic} v{step.znode_version}",
                 "\n".join(step.impact),
+            )
+            continue
+        if isinstance(step, MoveStep):
+            table.add_row(
+                str(number),
+                ", ".join(str(b) for b in step.brokers) + " (no restart)",
+                step.reason,
+                "\n".join(names(step.partitions)),
+                "\n".join(
+                    f"broker {m.broker} {m.partition}: {m.from_dir} -> {m.to_dir}"
+                    for m in step.moves
+                ),
+                f"none; copies {_bytes(sum(m.size for m in step.moves))} on the broker's disk",
+            )
+            continue
+        if isinstance(step, TriggerStep):
+            table.add_row(
+                str(number),
+                "none (reassign to the same replicas)",
+                step.reason,
+                "\n".join(names(step.partitions)),
+                "",
+                "a leader epoch bump per partition",
             )
             continue
         table.add_row(
@@ -149,6 +188,11 @@ def _candidates_markdown(plan: Plan) -> list[str]:
     lines.append("")
     for c in plan.candidates:
         lines += [f"### `{c.name}`{' (chosen)' if c.chosen else ''}", "", c.summary, ""]
+        if c.bytes_to_copy:
+            copied = ", ".join(
+                f"broker {b}: {_bytes(n)}" for b, n in sorted(c.bytes_to_copy.items())
+            )
+            lines += [f"Copied on each broker's own disk: {copied}.", ""]
         if c.blocked:
             lines += [f"Not possible for some topics: {c.blocked}", ""]
         if c.windows:
@@ -239,6 +283,39 @@ def plan_markdown(
             if step.rolled_later:
                 lines += ["Replicas that keep the other id until the restarts below:", ""]
                 lines += [f"- {r}" for r in step.rolled_later] + [""]
+            continue
+        if isinstance(step, MoveStep):
+            lines += [
+                f"### {number}. Move replicas to another log dir of their broker (no restart)",
+                "",
+                f"Why: {step.reason}",
+                "",
+                "Actions: " + " → ".join(f"`{a}`" for a in step.actions),
+                "",
+                f"Copies {_bytes(sum(m.size for m in step.moves))}, each replica on its"
+                " broker's own disk:",
+                "",
+                *[
+                    f"- broker {m.broker}, `{m.partition}`: `{m.from_dir}` → `{m.to_dir}`"
+                    f" ({_bytes(m.size)})"
+                    for m in step.moves
+                ],
+                "",
+                *_prediction_markdown(step.predicted),
+            ]
+            continue
+        if isinstance(step, TriggerStep):
+            lines += [
+                f"### {number}. Reassign each partition to its own replicas (no restart)",
+                "",
+                f"Why: {step.reason}",
+                "",
+                "Actions: " + " → ".join(f"`{a}`" for a in step.actions),
+                "",
+                "Partitions: " + ", ".join(f"`{tp}`" for tp in step.partitions),
+                "",
+                *_prediction_markdown(step.predicted),
+            ]
             continue
         role = " (active controller, last)" if step.is_controller else ""
         lines += [f"### {number}. Broker {step.broker}{role}", "", f"Why: {step.reason}", ""]

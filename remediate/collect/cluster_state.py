@@ -1,0 +1,176 @@
+"""The collector's one read-only, pipelined pass over a ZK-mode cluster's znodes, through the
+`ZooKeeper` port (remediate/zookeeper.py is the kazoo adapter): brokers, topics, their configs
+and every partition state, in a few round trips, into one ClusterState. It never writes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from remediate.errors import FormatError
+from remediate.formats.znodes import (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    CLUSTER_ID,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    BrokerRegistration,
+    PartitionState,
+    decode_broker,
+    decode_cluster_id,
+    decode_controller,
+    decode_controller_epoch,
+    decode_partition_state,
+    decode_topic,
+    decode_topic_config,
+    partition_state_path,
+    topic_config_path,
+    topic_path,
+)
+from remediate.ports import OnRetry, ZooKeeper
+from remediate.state import ClusterState, TopicPartition, TopicState
+
+T = TypeVar("T")
+
+
+def _decode_brokers(reads: dict[Any, Any], problems: list[str]) -> dict[int, BrokerRegistration]:
+    brokers: dict[int, BrokerRegistration] = {}
+    for name, value in reads.items():
+        if value is None:
+            continue
+        path = f"{BROKER_IDS}/{name}"
+        try:
+            brokers[int(name)] = decode_broker(
+                int(name), value[0], source=path, epoch=value[1].czxid
+            )
+        except (FormatError, ValueError) as exc:
+            problems.append(f"{path}: {exc}")
+    return brokers
+
+
+def _decode_topics(
+    topic_reads: dict[Any, Any], config_reads: dict[Any, Any], problems: list[str]
+) -> dict[str, TopicState]:
+    topics: dict[str, TopicState] = {}
+    for name, value in topic_reads.items():
+        if value is None:
+            continue
+        try:
+            assignment = decode_topic(value[0], source=topic_path(name))
+        except FormatError as exc:
+            problems.append(str(exc))
+            continue
+        config: dict[str, str] = {}
+        config_value = config_reads.get(name)
+        if config_value is not None:
+            try:
+                config = decode_topic_config(config_value[0], source=topic_config_path(name))
+            except FormatError as exc:
+                problems.append(str(exc))
+        topics[name] = TopicState(name, assignment, value[1].version, config, value[1].mzxid)
+    return topics
+
+
+def _decode_states(
+    reads: dict[Any, Any], problems: list[str]
+) -> dict[TopicPartition, PartitionState]:
+    partitions: dict[TopicPartition, PartitionState] = {}
+    # Many partitions hold the same bytes (the same leader, epoch and ISR): each distinct
+    # document is decoded once, its stat's fields filled in per partition.
+    decoded: dict[bytes, PartitionState] = {}
+    for (name, number), value in reads.items():
+        if value is None:
+            continue
+        data, stat = value
+        known = decoded.get(data)
+        if known is None:
+            try:
+                known = decode_partition_state(data, source=partition_state_path(name, number))
+            except FormatError as exc:
+                problems.append(str(exc))
+                continue
+            decoded[data] = known
+        partitions[TopicPartition(name, number)] = replace(
+            known, zk_version=stat.version, mzxid=stat.mzxid
+        )
+    return partitions
+
+
+def _decode_singles(
+    singles: dict[Any, Any], problems: list[str]
+) -> tuple[int | None, int | None, str | None]:
+    """The controller's id, the controller epoch and the cluster id, each decoded on its own:
+    one that does not parse is a problem and None, and never takes the others with it."""
+
+    def decoded(path: str, decode: Callable[[bytes], T]) -> T | None:
+        read = singles.get(path)
+        if not read:
+            return None
+        try:
+            return decode(read[0])
+        except FormatError as exc:
+            problems.append(str(exc))
+            return None
+
+    return (
+        decoded(CONTROLLER, lambda data: decode_controller(data).broker_id),
+        decoded(CONTROLLER_EPOCH, decode_controller_epoch),
+        decoded(CLUSTER_ID, decode_cluster_id),
+    )
+
+
+def _read(zk: ZooKeeper, topics_filter: Iterable[str] | None, on_retry: OnRetry) -> ClusterState:
+    problems: list[str] = []
+    singles = zk.get_many((CONTROLLER, CONTROLLER_EPOCH, CLUSTER_ID), on_retry=on_retry)
+    broker_ids = zk.children(BROKER_IDS, on_retry=on_retry)
+    topic_names = zk.children(BROKER_TOPICS, on_retry=on_retry)
+    if topics_filter is not None:
+        wanted = set(topics_filter)
+        topic_names = [t for t in topic_names if t in wanted]
+    # Every read of one level is in flight at once; results are collected afterwards.
+    broker_paths = {b: f"{BROKER_IDS}/{b}" for b in broker_ids}
+    topic_paths = {t: topic_path(t) for t in topic_names}
+    config_paths = {t: topic_config_path(t) for t in topic_names}
+    level = zk.get_many(
+        [*broker_paths.values(), *topic_paths.values(), *config_paths.values()],
+        on_retry=on_retry,
+    )
+    topics = _decode_topics(
+        {t: level[p] for t, p in topic_paths.items()},
+        {t: level[p] for t, p in config_paths.items()},
+        problems,
+    )
+    state_paths = {
+        (t, p): partition_state_path(t, p)
+        for t, topic in topics.items()
+        for p in topic.assignment.partitions
+    }
+    state_reads = zk.get_many(list(state_paths.values()), on_retry=on_retry)
+    controller_id, controller_epoch, cluster_id = _decode_singles(singles, problems)
+    return ClusterState(
+        cluster_id=cluster_id,
+        controller_id=controller_id,
+        controller_epoch=controller_epoch,
+        brokers=_decode_brokers({b: level[p] for b, p in broker_paths.items()}, problems),
+        topics=topics,
+        partitions=_decode_states({k: state_reads[p] for k, p in state_paths.items()}, problems),
+        problems=tuple(problems),
+    )
+
+
+def read_cluster_state(
+    zk: ZooKeeper, *, topics: Iterable[str] | None = None, on_retry: OnRetry | None = None
+) -> ClusterState:
+    """Read the whole cluster (or only `topics`) in a few pipelined round trips. A dropped
+    connection is retried (by the adapter, bounded); `on_retry(attempt, error)` is told of
+    each retry, attempts counted over the whole read, so that a caller can record it."""
+    attempts = itertools.count(1)
+
+    def tell(_attempt: int, error: BaseException) -> None:
+        if on_retry is not None:
+            on_retry(next(attempts), error)
+
+    return _read(zk, topics, tell)
