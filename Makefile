@@ -81,14 +81,16 @@ fault-table: setup
 	$(BIN)/pytest -m fault --fault-table=$(FAULT_TABLE)
 
 # The demo runs the 2.8 emulation, the incident as it happens in the field: with two log dirs
-# per broker the repair keeps ZooKeeper's id with no restart (the stale replicas move to the
-# other log dir of their broker, their partitions are reassigned to their own replicas).
+# per broker the repair needs no restart (the replicas of one id move to the other log dir of
+# their broker, then take the id the cluster keeps from the LeaderAndIsr that follows).
 # DEMO_KAFKA=3.4: every replica keeps the old id there, and the repair is a restore.
+# DEMO_KAFKA=real-2.8.2 (or real-3.4.1): the same on real Apache Kafka brokers.
 DEMO_KAFKA ?= 2.8
+DEMO_BROKERS = $(if $(filter real-%,$(DEMO_KAFKA)),--kafka $(DEMO_KAFKA),--kafka-version $(DEMO_KAFKA))
 demo: setup
 	-@$(BIN)/remediate sandbox down --dir $(DEMO_DIR) >/dev/null 2>&1
 	rm -rf $(DEMO_DIR)
-	$(BIN)/remediate sandbox up --dir $(DEMO_DIR) --kafka-version $(DEMO_KAFKA)
+	$(BIN)/remediate sandbox up --dir $(DEMO_DIR) $(DEMO_BROKERS)
 	$(BIN)/remediate sandbox reproduce --dir $(DEMO_DIR)
 	@$(BIN)/remediate scan -c $(DEMO_DIR)/cluster.yaml 2>/dev/null; echo "scan exit code: $$? (2 = CRITICAL)"
 	@$(BIN)/remediate plan -c $(DEMO_DIR)/cluster.yaml --format markdown -o $(DEMO_DIR)/plan.json 2>/dev/null; \

@@ -1,7 +1,8 @@
 """Kafka's admin requests, behind one port: moving a replica between its broker's log dirs
 (AlterReplicaLogDirs), where each replica is (DescribeLogDirs), reassigning a partition to
 the replicas it has (AlterPartitionReassignments, the repair's trigger), the reassignments
-under way (ListPartitionReassignments), and each broker's Kafka version.
+under way (ListPartitionReassignments), each broker's Kafka version, and a broker's own
+dynamic settings (DescribeConfigs, IncrementalAlterConfigs: the copy's throttle).
 
 `KafkaPythonAdmin` speaks Kafka's protocol through kafka-python, the well-kept client that
 has all four requests (confluent-kafka's AdminClient has none of them); the sandbox's
@@ -20,6 +21,10 @@ from typing import Any, Protocol
 Partition = tuple[str, int]
 Replica = tuple[str, int, int]
 NO_ANSWER = "NO_ANSWER"
+# DescribeConfigs' source of a setting set for one broker alone.
+DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
+# Kafka's dynamic broker setting that limits how fast a replica is copied between log dirs.
+MOVE_THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,13 @@ class KafkaAdmin(Protocol):
 
     def kafka_version(self, broker: int) -> tuple[int, int] | None:
         """The broker's Kafka release (major, minor), as its API versions tell it."""
+
+    def broker_setting(self, broker: int, name: str) -> str | None:
+        """The dynamic setting `name` set for `broker` alone (DescribeConfigs), or None."""
+
+    def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
+        """Set `broker`'s own dynamic setting `name`, or with None remove it
+        (IncrementalAlterConfigs); the error, or None."""
 
     def close(self) -> None: ...
 
@@ -190,6 +202,33 @@ class KafkaPythonAdmin:
         if not version or len(version) < 2:
             return None
         return int(version[0]), int(version[1])
+
+    def broker_setting(self, broker: int, name: str) -> str | None:
+        from kafka.admin import ConfigResource, ConfigResourceType  # noqa: PLC0415
+
+        # "modified": the broker's non-default settings, with where each comes from.
+        answer = self._client.describe_configs(
+            [ConfigResource(ConfigResourceType.BROKER, str(broker))], config_filter="modified"
+        )
+        entry = answer.get("broker", {}).get(str(broker), {}).get(name)
+        if not entry or entry.get("config_source") != DYNAMIC_BROKER_CONFIG:
+            return None
+        value = entry.get("value")
+        return None if value is None else str(value)
+
+    def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
+        from kafka.admin import ConfigResource, ConfigResourceType  # noqa: PLC0415
+
+        operation = ("DELETE", None) if value is None else ("SET", value)
+        # Quota settings such as the log dirs' copy throttle are not among the ones
+        # kafka-python knows; the broker itself checks the name.
+        answer = self._client.alter_configs(
+            [ConfigResource(ConfigResourceType.BROKER, str(broker), {name: operation})],
+            incremental=True,
+            raise_on_unknown=False,
+        )
+        said = answer.get("broker", {}).get(str(broker), NO_ANSWER)
+        return None if said == "OK" else str(said)
 
     def close(self) -> None:
         self._client.close()

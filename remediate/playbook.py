@@ -42,8 +42,12 @@ class Action(StrEnum):
     # The steps of a move (replicas to another log dir of their broker; no restart), then
     # the trigger (each partition reassigned to its own replicas).
     GATE_MOVE_SAFETY = "gate move-safety"
+    # The copy's throttle (replica.alter.log.dirs.io.max.bytes.per.second on each broker that
+    # moves replicas), when the plan has one: set before the moves, put back after them.
+    THROTTLE_SET = "throttle set"
     MOVE_REPLICAS = "move replicas"
     WAIT_MOVED = "wait moved"
+    THROTTLE_REMOVE = "throttle remove"
     GATE_SWAPPED = "gate swapped"
     TRIGGER_REASSIGNMENT = "trigger reassignment"
 
@@ -137,6 +141,12 @@ class Playbook(BaseModel):
     @model_validator(mode="after")
     def _coherent(self) -> Playbook:
         _check_order([s.verb for s in self.steps], bool(self.files))
+        actions = [str(s) for s in self.steps]
+        if (
+            Action.THROTTLE_SET in actions
+            and Action.THROTTLE_REMOVE not in actions[actions.index(Action.THROTTLE_SET) :]
+        ):
+            raise ValueError("a throttle that is set must be removed: 'throttle: remove' after it")
         if self.brokers == "needing-fix" and not self.applies_to:
             raise ValueError("'brokers: needing-fix' needs 'applies_to' finding kinds")
         return self
@@ -171,6 +181,8 @@ def _check_order(verbs: list[str], has_files: bool) -> None:
             )
         if "start" not in verbs or verbs.index("start") < verbs.index(verb):
             raise ValueError(f"'start' must follow {verb!r}")
+    if "move" in verbs and "gate" not in verbs[: verbs.index("move")]:
+        raise ValueError("a 'gate' must come before 'move'")
     if "stop" in verbs:
         stop = verbs.index("stop")
         if "gate" not in verbs[:stop]:

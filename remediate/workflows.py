@@ -102,6 +102,9 @@ def _plan(
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             candidate=candidate,
             restore_only=restore_only,
+            move_throttle_bytes_per_s=(
+                config.kafka.move_throttle_bytes_per_s if config.kafka is not None else None
+            ),
         ),
         known_brokers=config.broker_ids,
         restore=restore,
@@ -148,32 +151,40 @@ def admin_factory(config: ClusterConfig) -> Callable[[ClusterState], KafkaAdmin]
 
 
 def move_facts(config: ClusterConfig, scanned: ClusterScan) -> MoveFacts | None:
-    """What the brokers holding stale replicas say of their disks, or why nothing is known;
-    None where cluster.yaml gives no way to Kafka's admin API (no kafka section): the repairs
-    that move replicas are then not weighed."""
+    """What the live brokers hosting the topics whose replicas disagree say of their disks,
+    or why nothing is known; None where cluster.yaml gives no way to Kafka's admin API (no
+    kafka section): the repairs that move replicas are then not weighed."""
     if config.kafka is None:
         return None
-    stale = [
-        f
+    state = scanned.state
+    topics = {
+        f.topic
         for f in scanned.report.findings
-        if f.kind in MISMATCH_KINDS and f.broker is not None and f.partition is not None
-    ]
-    if not stale:
+        if f.kind in MISMATCH_KINDS and f.topic is not None and f.topic in state.topics
+    }
+    if not topics:
         return MoveFacts(problem="no replica holds another id than ZooKeeper's")
+    # Every replica of those topics: the stale ones move one way, the others the other.
+    replicas = {
+        (TopicPartition(topic, partition), broker)
+        for topic in topics
+        for partition, brokers in state.topics[topic].assignment.partitions.items()
+        for broker in brokers
+    }
     try:
         admin = kafka_admin(config, scanned.state)
     except ConfigError as exc:
         return MoveFacts(problem=str(exc))
     except Exception as exc:  # a client that cannot start: moves are simply not offered
         return MoveFacts(problem=f"Kafka's admin API cannot be reached: {exc}")
-    brokers = sorted({int(f.broker or 0) for f in stale})
+    brokers = sorted({b for _, b in replicas if b in config.broker_ids and b in state.brokers})
     factory = transports(config)
     try:
         return read_disks(
             admin,
             {b: factory(b) for b in brokers},
             brokers,
-            {TopicPartition(str(f.topic), int(f.partition or 0)) for f in stale},
+            {tp for tp, _ in replicas},
             sudo={b: config.use_sudo(b) for b in brokers},
         )
     finally:

@@ -64,11 +64,13 @@ def engine_option(default: str) -> Callable[[F], F]:
 
 candidate_option = click.option(
     "--candidate",
-    type=click.Choice(["auto", "keep-zk-id", "restore-id", "move-keep-zk-id"]),
+    # plan/candidates.py's NAMES (not imported: `check` loads this module and stays light).
+    type=click.Choice(["auto", "keep-zk-id", "restore-id", "move-keep-zk-id", "move-restore-id"]),
     default="auto",
     show_default=True,
     help="The repair to plan for topics whose replicas hold two ids: auto is the least harm"
-    " the availability model predicts.",
+    " the availability model predicts (the move-* repairs: Kafka 2.8 brokers with two log"
+    " dirs or more, no restart).",
 )
 restore_only_option = click.option(
     "--restore-only",

@@ -303,6 +303,10 @@ class KafkaConfig(_Model):
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     tls: ZooKeeperTls | None = None
     sasl: KafkaSasl | None = None
+    # The copy's throttle while replicas move between log dirs: Kafka's dynamic broker
+    # setting replica.alter.log.dirs.io.max.bytes.per.second, set on each broker that moves
+    # replicas for the moves only, then put back as it was. None: no throttle.
+    move_throttle_bytes_per_s: int | None = Field(default=None, ge=1024)
 
     @model_validator(mode="after")
     def _security(self) -> KafkaConfig:

@@ -7,9 +7,9 @@ are never repeated on resume; the one that was in flight is re-verified (it eith
 effect, which is checked, or it is carried out now). Any gate that does not pass within its
 timeout halts the run with the exact state it saw.
 
-This module is the run loop (recover from the journal, restores first, then moves and their
-trigger, then the restarts with the controller last, then the convergence gate); the steps
-are in restart.py, restore.py, move.py and converge.py, what they read and wait for in
+This module is the run loop (recover from the journal; the restores, moves and triggers in
+the plan's order, then the restarts with the controller last, then the convergence gate); the
+steps are in restart.py, restore.py, move.py and converge.py, what they read and wait for in
 probes.py, their decisions in decisions.py.
 """
 
@@ -82,12 +82,12 @@ class Executor:
         ledger = recorder.ledger
         try:
             probes.sample()
+            # Restores, moves and triggers in the plan's order (a restore before the restarts
+            # it goes with; the moves before the trigger or the restore they prepare).
             for index, step in enumerate(self.plan.steps):
                 if isinstance(step, RestoreStep):
                     RestoreRun(self.plan, self.services, recorder, probes, index, step).run()
-            # The repair without restarts: the moves, then the trigger, in the plan's order.
-            for index, step in enumerate(self.plan.steps):
-                if isinstance(step, MoveStep):
+                elif isinstance(step, MoveStep):
                     MoveRun(self.plan, self.services, recorder, probes, index, step).run()
                 elif isinstance(step, TriggerStep):
                     TriggerRun(self.plan, self.services, recorder, probes, index, step).run()

@@ -6,6 +6,9 @@ with no future log left (DescribeLogDirs): on 2.8 the moved replica holds no id.
 step then reassigns each partition to its own replicas; the LeaderAndIsr that follows carries
 ZooKeeper's id, which every moved replica takes. No broker restarts, no file is deleted.
 
+With a copy throttle in the plan, each moving broker's replica.alter.log.dirs.io.max.bytes.
+per.second is set before the moves (what it was is journaled first) and put back after them.
+
 Each action is journaled before and after and gated on state read right before it:
 - the move's gate: nothing offline or below min.insync.replicas beyond the plan's
   prediction, and room left in each destination (read again with `df`);
@@ -30,7 +33,7 @@ from remediate.execute.journal import JournalEvent
 from remediate.execute.stepbase import StepRun
 from remediate.execute.steps import StepKey
 from remediate.gates import degraded, topic_in_sync_blocker
-from remediate.kafka_admin import BrokerLogDirs, KafkaAdmin
+from remediate.kafka_admin import MOVE_THROTTLE, BrokerLogDirs, KafkaAdmin
 from remediate.plan import MoveStep, TriggerStep
 from remediate.plan.moves import HEADROOM, ReplicaMove
 from remediate.playbook import Action, Timeouts
@@ -101,10 +104,16 @@ class MoveRun(StepRun[MoveStep]):
             key = self.key(action)
             if action == Action.GATE_MOVE_SAFETY:
                 recorder.act(key, self.gate)
+            elif action in (Action.THROTTLE_SET, Action.THROTTLE_REMOVE) and not step.throttle:
+                recorder.skip(key, "the plan sets no copy throttle")
+            elif action == Action.THROTTLE_SET:
+                recorder.act(key, self.set_throttle, destructive=True)
             elif action == Action.MOVE_REPLICAS:
                 recorder.act(key, self.move, destructive=True)
             elif action == Action.WAIT_MOVED:
                 recorder.act(key, self.wait_moved)
+            elif action == Action.THROTTLE_REMOVE:
+                recorder.act(key, self.remove_throttle, destructive=True)
             else:
                 raise HaltedError(f"step {self.index + 1}: unknown action {action!r} in the plan")
 
@@ -148,6 +157,60 @@ class MoveRun(StepRun[MoveStep]):
             if free < need:
                 return f"broker {broker}: {log_dir} has {free} bytes free, the moves need {need}"
         return None
+
+    def throttles_before(self) -> dict[int, str | None] | None:
+        """Each broker's own copy throttle before this run set it, as first journaled."""
+        key = str(self.key(Action.THROTTLE_SET))
+        for record in self.recorder.journal.records():
+            if record.get("event") == JournalEvent.NOTE and record.get("step") == key:
+                before = record.get("throttle_before")
+                if isinstance(before, dict):
+                    return {int(b): None if v is None else str(v) for b, v in before.items()}
+        return None
+
+    def set_throttle(self) -> dict[str, Any]:
+        """Each moving broker's copy throttle set to the plan's, what it was journaled first
+        (once: a resumed run must not take its own throttle for the broker's)."""
+        value = str(self.step.throttle)
+        with _Admin(self).open(self.probes.read()) as admin:
+            before = self.throttles_before()
+            if before is None:
+                before = {b: admin.broker_setting(b, MOVE_THROTTLE) for b in self.step.brokers}
+                self.recorder.record(
+                    JournalEvent.NOTE,
+                    step=str(self.key(Action.THROTTLE_SET)),
+                    throttle_before={str(b): v for b, v in before.items()},
+                )
+            self.recorder.lock.ensure_held()
+            errors = {b: admin.set_broker_setting(b, MOVE_THROTTLE, value) for b in before}
+        failed = {b: e for b, e in errors.items() if e is not None}
+        if failed:
+            raise HaltedError(
+                f"{MOVE_THROTTLE} could not be set: "
+                + ", ".join(f"broker {b}: {e}" for b, e in sorted(failed.items()))
+            )
+        self.services.progress(f"copy throttle {value} bytes/s on broker(s) {sorted(before)}")
+        return {"throttle": value, "before": {str(b): v for b, v in before.items()}}
+
+    def remove_throttle(self) -> dict[str, Any]:
+        """Each broker's copy throttle put back as it was before the run set it."""
+        before = self.throttles_before()
+        if before is None:
+            raise HaltedError(
+                "the journal holds no record of the throttles before the run set them; they"
+                f" are left as they are ({MOVE_THROTTLE} on broker(s) {list(self.step.brokers)})"
+            )
+        with _Admin(self).open(self.probes.read()) as admin:
+            self.recorder.lock.ensure_held()
+            errors = {b: admin.set_broker_setting(b, MOVE_THROTTLE, v) for b, v in before.items()}
+        failed = {b: e for b, e in errors.items() if e is not None}
+        if failed:
+            raise HaltedError(
+                f"{MOVE_THROTTLE} could not be put back: "
+                + ", ".join(f"broker {b}: {e}" for b, e in sorted(failed.items()))
+            )
+        self.services.progress("copy throttle put back as it was")
+        return {"restored": {str(b): v for b, v in before.items()}}
 
     def move(self) -> dict[str, Any]:
         state = self.probes.read()

@@ -64,6 +64,11 @@ def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
 
 
+def broker_config_path(broker_id: int) -> str:
+    """A broker's own dynamic settings (the same {"version": 1, "config": ...} as a topic's)."""
+    return f"/config/brokers/{broker_id}"
+
+
 # -- /brokers/topics/<t> -----------------------------------------------------------------------
 
 

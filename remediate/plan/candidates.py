@@ -5,6 +5,9 @@
 - "restore-id": write the other id back (CAS) and re-elect the controller, which heals at once,
   with no restart, every partition whose replicas all hold that id in memory; then back up and
   delete the files of the replicas that hold the id ZooKeeper held, and roll their brokers.
+- "move-keep-zk-id", "move-restore-id" (Kafka 2.8 brokers with two log dirs or more): the
+  same two ends with no restart, the replicas to change moved to another log dir of their
+  broker first, where 2.8 builds them with no id (plan/moves.py).
 
 This module finds, per topic, what "restore-id" would restore and roll; planner.py builds the
 steps of both and lets the availability model (availability.py) weigh them.
@@ -25,7 +28,11 @@ RESTORE = "restore-id"
 # Kafka 2.8 JBOD brokers only: the replicas holding another id move to another log dir of
 # their broker, then each partition is reassigned to its own replicas (plan/moves.py).
 MOVE_KEEP = "move-keep-zk-id"
-NAMES = (KEEP, RESTORE, MOVE_KEEP)
+# The other way round: the replicas holding ZooKeeper's id move (the partitions created
+# after the failover, usually small), then the other id is restored and the controller
+# re-elected: the old partitions heal with none of their data copied.
+MOVE_RESTORE = "move-restore-id"
+NAMES = (KEEP, RESTORE, MOVE_KEEP, MOVE_RESTORE)
 
 
 @dataclass(frozen=True)

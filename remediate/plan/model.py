@@ -66,6 +66,8 @@ class PlanOptions:
     # "restore-id" (ends the outage now, no restart; the roll is planned later).
     candidate: str = "auto"
     restore_only: bool = False
+    # The copy throttle of the repairs that move replicas (cluster.yaml's kafka section).
+    move_throttle_bytes_per_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,9 @@ class MoveStep:
     actions: tuple[Action, ...]
     playbook: str
     predicted: Prediction = field(default_factory=Prediction)
+    # The copy's throttle on each broker while its replicas move (bytes per second;
+    # replica.alter.log.dirs.io.max.bytes.per.second), put back as it was afterwards.
+    throttle: int | None = None
 
     kind = "move"
     broker = None
@@ -299,6 +304,7 @@ class MoveStep:
                 }
                 for m in self.moves
             ],
+            "throttle_bytes_per_s": self.throttle,
             "actions": list(self.actions),
             "playbook": self.playbook,
             "predicted": self.predicted.to_json(),
@@ -440,6 +446,14 @@ def with_digest(plan: Plan) -> Plan:
 # -- reading a plan back -------------------------------------------------------------------------
 
 
+def _optional_int(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}: expected an integer or null, got {value!r}")
+    return value
+
+
 def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
     kind = s.get("kind", "restart")
     if kind == "move":
@@ -458,6 +472,7 @@ def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
             actions=_actions_from_json(s["actions"]),
             playbook=str(s["playbook"]),
             predicted=Prediction.from_json(s.get("predicted")),
+            throttle=_optional_int(s.get("throttle_bytes_per_s"), "throttle_bytes_per_s"),
         )
     if kind == "trigger":
         return TriggerStep(

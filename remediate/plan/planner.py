@@ -30,7 +30,7 @@ from remediate.plan.availability import (
     harm,
     simulate,
 )
-from remediate.plan.candidates import KEEP, MOVE_KEEP, RESTORE, Split, split
+from remediate.plan.candidates import KEEP, MOVE_KEEP, MOVE_RESTORE, RESTORE, Split, split
 from remediate.plan.fingerprint import FileKey, Fingerprint
 from remediate.plan.model import (
     AnyStep,
@@ -44,7 +44,7 @@ from remediate.plan.model import (
     TriggerStep,
     with_digest,
 )
-from remediate.plan.moves import assign, bytes_per_broker
+from remediate.plan.moves import ReplicaMove, assign, bytes_per_broker
 from remediate.plan.order import order_restarts
 from remediate.plan.restart import (
     is_eligible,
@@ -322,7 +322,16 @@ def make_plan(
         if not restarting or chosen != forced:
             built[RESTORE] = build(RESTORE, chosen, splits)
     not_movable = (
-        _offer_moves(built, context, moves, disks, forced, mismatched) if restarting else None
+        _offer_moves(
+            built,
+            context,
+            Moving(moves, restore, disks),
+            forced,
+            sorted(mismatched),
+            [s for s in agreed if s.topic in mismatched],
+        )
+        if restarting
+        else []
     )
     name = _choose(built, options)
     plan_of = built[name]
@@ -338,8 +347,7 @@ def make_plan(
     weighed = {s.topic for s in chosen_restores} | {s.topic for s in splits}
     notes = restore_notes(why_not, mismatched - weighed)
     notes += _model_notes(timeline, options, restarting=bool(restarts))
-    if not_movable is not None:
-        notes.append(f"{MOVE_KEEP} (no restart) is not offered: {not_movable}")
+    notes += not_movable
     return with_digest(
         Plan(
             cluster=cluster,
@@ -367,42 +375,88 @@ def make_plan(
     )
 
 
+@dataclass(frozen=True)
+class Moving:
+    """What the repairs without restarts are built from: the move playbook, the restore
+    playbook (for move-restore-id), and the facts of the brokers' disks."""
+
+    playbook: Playbook | None
+    restore: Playbook | None
+    disks: MoveFacts | None
+
+
 def _offer_moves(
     built: dict[str, _Built],
     c: _Context,
-    playbook: Playbook | None,
-    disks: MoveFacts | None,
+    moving: Moving,
     forced: Sequence[RestoreStep],
-    mismatched: Iterable[str],
-) -> str | None:
-    """Adds "move-keep-zk-id" to `built` where it can be offered; else says why not (None
-    when moves were not asked about: no move playbook or no facts of the brokers' disks)."""
+    mismatched: Sequence[str],
+    agreed: Sequence[RestoreStep],
+) -> list[str]:
+    """Adds the repairs without restarts to `built` where they can be offered; the notes
+    saying why the others are not (none when moves were not asked about: no move playbook,
+    or no way to Kafka's admin API)."""
+    playbook, disks = moving.playbook, moving.disks
     if playbook is None or disks is None or not mismatched:
-        return None
-    if any(d.kafka_version and d.kafka_version[0] >= 3 for d in disks.brokers.values()):
-        return None  # Kafka 3.x: a moved replica keeps its id; the repair does not exist there
-    moved = _move_candidate(c, playbook, disks, forced, mismatched)
-    if isinstance(moved, str):
-        return moved
-    built[MOVE_KEEP] = moved
-    return None
+        return []
+    newer = sorted(
+        b for b, d in disks.brokers.items() if d.kafka_version and d.kafka_version[0] >= 3
+    )
+    if newer:
+        version = ".".join(map(str, disks.brokers[newer[0]].kafka_version or ()))
+        return [
+            f"{MOVE_KEEP} and {MOVE_RESTORE} (no restart) are not offered: broker(s)"
+            f" {', '.join(map(str, newer))} run Kafka {version}, where a moved replica keeps"
+            " its id (KAFKA-12426); they exist on Kafka 2.8 only"
+        ]
+    wanted = [
+        t for t in mismatched if t not in playbook.exclude_topics or t in c.options.include_topics
+    ]
+    notes = []
+    keep = _move_keep(c, playbook, disks, forced, wanted)
+    if isinstance(keep, str):
+        notes.append(f"{MOVE_KEEP} (no restart) is not offered: {keep}")
+    else:
+        built[MOVE_KEEP] = keep
+    back = _move_restore(c, moving, forced, wanted, agreed)
+    if isinstance(back, str):
+        notes.append(f"{MOVE_RESTORE} (no restart) is not offered: {back}")
+    else:
+        built[MOVE_RESTORE] = back
+    return notes
 
 
-def _move_candidate(
+def _move_step(
+    c: _Context,
+    playbook: Playbook,
+    moves: tuple[ReplicaMove, ...],
+    reason: str,
+    phase: int,
+    timeline: PredictedTimeline,
+) -> MoveStep:
+    actions = tuple(step.action for step in playbook.steps)
+    return MoveStep(
+        moves=moves,
+        reason=reason,
+        actions=actions[: actions.index(Action.GATE_SWAPPED)],
+        playbook=playbook.name,
+        predicted=_prediction(phase, timeline),
+        throttle=c.options.move_throttle_bytes_per_s,
+    )
+
+
+def _move_keep(
     c: _Context,
     playbook: Playbook,
     disks: MoveFacts,
     forced: Sequence[RestoreStep],
-    mismatched: Iterable[str],
+    wanted: Sequence[str],
 ) -> _Built | str:
     """ "move-keep-zk-id": move every replica holding another id than ZooKeeper's to another
     log dir of its broker, then reassign each of their partitions to its own replicas; or why
     it cannot be offered here (which precondition failed, for which broker)."""
     if forced:
         return "a topic without an id in ZooKeeper needs a restore first"
-    wanted = {
-        t for t in mismatched if t not in playbook.exclude_topics or t in c.options.include_topics
-    }
     stale = [
         f
         for f in c.findings
@@ -432,18 +486,16 @@ def _move_candidate(
     ]
     timeline = simulate(c.model, operations)
     actions = tuple(step.action for step in playbook.steps)
-    cut = actions.index(Action.GATE_SWAPPED)
     per_broker = bytes_per_broker(assigned)
-    move = MoveStep(
-        moves=assigned,
-        reason=(
-            f"{len(assigned)} replica(s) on {len(per_broker)} broker(s) hold another id than"
-            " ZooKeeper's: each moves to another log dir of its broker, where Kafka 2.8 builds"
-            " it with no id"
-        ),
-        actions=actions[:cut],
-        playbook=playbook.name,
-        predicted=_prediction(0, timeline),
+    move = _move_step(
+        c,
+        playbook,
+        assigned,
+        f"{len(assigned)} replica(s) on {len(per_broker)} broker(s) hold another id than"
+        " ZooKeeper's: each moves to another log dir of its broker, where Kafka 2.8 builds"
+        " it with no id",
+        0,
+        timeline,
     )
     moved: dict[TopicPartition, list[int]] = {}
     for m in assigned:
@@ -454,7 +506,7 @@ def _move_candidate(
             "each partition reassigned to its own replicas: the LeaderAndIsr that follows"
             " carries ZooKeeper's id, which every moved replica takes"
         ),
-        actions=actions[cut:],
+        actions=actions[actions.index(Action.GATE_SWAPPED) :],
         playbook=playbook.name,
         moved={tp: tuple(sorted(b)) for tp, b in moved.items()},
         predicted=_prediction(1, timeline),
@@ -473,6 +525,101 @@ def _move_candidate(
         ),
         others=(move, trigger),
         bytes_to_copy=per_broker,
+    )
+
+
+def _move_restore(
+    c: _Context,
+    moving: Moving,
+    forced: Sequence[RestoreStep],
+    wanted: Sequence[str],
+    agreed: Sequence[RestoreStep],
+) -> _Built | str:
+    """ "move-restore-id": move every replica holding ZooKeeper's id to another log dir of its
+    broker, then write the other id back and re-elect the controller: the old partitions heal
+    at once with none of their data copied, the moved replicas take the restored id. Or why
+    it cannot be offered here."""
+    playbook, restore, disks = moving.playbook, moving.restore, moving.disks
+    assert playbook is not None and disks is not None
+    if restore is None:
+        return "no restore playbook was given"
+    if forced:
+        return "a topic without an id in ZooKeeper needs a restore first"
+    restored = {s.topic for s in agreed}
+    splits = []
+    for topic in wanted:
+        if topic in restored:
+            continue
+        if topic in restore.exclude_topics and topic not in c.options.include_topics:
+            return f"{topic} is excluded from restores by playbook {restore.name}"
+        found = split(topic, c.state, c.findings)
+        if isinstance(found, str):
+            return found
+        splits.append(found)
+    rolled = [(r.partition, r.broker) for s in splits for r in s.rolled]
+    if not rolled:
+        return "no replica holds ZooKeeper's id: restore-id needs no move"
+    assigned, why_not = assign(rolled, disks)
+    if why_not is not None:
+        return why_not
+    steps = sorted(
+        [*agreed, *(_restore_after_moves(s, c.state, restore) for s in splits)],
+        key=lambda s: (s.reelect, s.topic),
+    )
+    operations: list[Operation] = [
+        MoveOp(frozenset((m.partition, m.broker) for m in assigned)),
+        *(RestoreOp(s.topic, s.topic_id) for s in steps),
+    ]
+    timeline = simulate(c.model, operations)
+    per_broker = bytes_per_broker(assigned)
+    move = _move_step(
+        c,
+        playbook,
+        assigned,
+        f"{len(assigned)} replica(s) on {len(per_broker)} broker(s) hold ZooKeeper's id: each"
+        " moves to another log dir of its broker, where Kafka 2.8 builds it with no id, so"
+        " that it takes the id the restore writes back",
+        0,
+        timeline,
+    )
+    restores = tuple(
+        replace(s, predicted=_prediction(1 + i, timeline)) for i, s in enumerate(steps)
+    )
+    return _Built(
+        name=MOVE_RESTORE,
+        restores=(),
+        restarts=(),
+        affected=tuple(
+            f for f in c.findings if f.kind in MISMATCH_KINDS and f.topic in set(wanted)
+        ),
+        skipped=(),
+        timeline=timeline,
+        summary=(
+            f"restore the other id with no restart: move the {len(assigned)} replica(s)"
+            " holding ZooKeeper's id to another log dir of their broker (Kafka 2.8), then"
+            f" {len(restores)} znode write(s) and controller re-election(s), which heal the"
+            " other replicas at once, none of their data copied"
+        ),
+        others=(move, *restores),
+        bytes_to_copy=per_broker,
+    )
+
+
+def _restore_after_moves(s: Split, state: ClusterState, restore: Playbook) -> RestoreStep:
+    step = _restore_with_roll(s, state, restore)
+    return replace(
+        step,
+        reason=(
+            f"{s.holders} replica(s) hold {s.other_id}; the {len(s.rolled)} that held"
+            f" ZooKeeper's {s.zk_id} were moved and hold no id: write {s.other_id} back and"
+            " re-elect the controller, whose LeaderAndIsr heals the first at once and gives"
+            " the moved ones the restored id"
+        ),
+        impact=(
+            "one controller election: every broker receives LeaderAndIsr again; the moved"
+            f" replicas take {s.other_id}",
+        ),
+        rolled_later=(),
     )
 
 
@@ -557,8 +704,15 @@ def _choose(built: Mapping[str, _Built], options: PlanOptions) -> str:
         raise ValueError(
             f"candidate {options.candidate!r} is not possible here (possible: {sorted(built)})"
         )
+    # Equal harm: the fewer bytes copied, then ZooKeeper's id kept.
     return min(
-        built.values(), key=lambda b: (harm(b.timeline, len(b.restarts)), b.name != KEEP)
+        built.values(),
+        key=lambda b: (
+            harm(b.timeline, len(b.restarts)),
+            sum((b.bytes_to_copy or {}).values()),
+            b.name not in (KEEP, MOVE_KEEP),
+            b.name,
+        ),
     ).name
 
 

@@ -55,6 +55,12 @@ def _model_lines(plan: Plan) -> list[object]:
     return parts
 
 
+def _throttle(step: MoveStep) -> str:
+    if step.throttle is None:
+        return ""
+    return f", throttled to {_bytes(step.throttle)}/s per broker (put back afterwards)"
+
+
 def _bytes(count: int) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if count >= size:
@@ -95,7 +101,8 @@ def plan_table(plan: Plan) -> Group:
                     f"broker {m.broker} {m.partition}: {m.from_dir} -> {m.to_dir}"
                     for m in step.moves
                 ),
-                f"none; copies {_bytes(sum(m.size for m in step.moves))} on the broker's disk",
+                f"none; copies {_bytes(sum(m.size for m in step.moves))} on the broker's disk"
+                + _throttle(step),
             )
             continue
         if isinstance(step, TriggerStep):
@@ -293,7 +300,7 @@ def plan_markdown(
                 "Actions: " + " → ".join(f"`{a}`" for a in step.actions),
                 "",
                 f"Copies {_bytes(sum(m.size for m in step.moves))}, each replica on its"
-                " broker's own disk:",
+                f" broker's own disk{_throttle(step)}:",
                 "",
                 *[
                     f"- broker {m.broker}, `{m.partition}`: `{m.from_dir}` → `{m.to_dir}`"

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,11 +29,13 @@ from remediate.formats.znodes import (
     CONTROLLER,
     CONTROLLER_EPOCH,
     TopicAssignment,
+    broker_config_path,
     broker_path,
     decode_broker,
     decode_controller,
     decode_controller_epoch,
     decode_topic,
+    decode_topic_config,
     encode_topic,
     encode_topic_config,
     encode_topic_legacy,
@@ -207,6 +210,37 @@ def broker_endpoint(zk: KazooClient, broker_id: int) -> tuple[str, int]:
     if endpoint is None:
         raise SandboxError(f"broker {broker_id} has no endpoint")
     return endpoint.host, endpoint.port
+
+
+# Kafka's notification that an entity's dynamic settings changed (ZooKeeper mode).
+CONFIG_CHANGE = "/config/changes/config_change_"
+
+
+def broker_settings(zk: KazooClient, broker_id: int) -> dict[str, str]:
+    """The dynamic settings set for broker `broker_id` alone."""
+    path = broker_config_path(broker_id)
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return {}
+    return decode_topic_config(data, source=path)
+
+
+def set_broker_setting(zk: KazooClient, broker_id: int, name: str, value: str | None) -> None:
+    """Set (None: remove) one of the broker's own dynamic settings the way Kafka's
+    AdminZkClient.changeBrokerConfig does in ZooKeeper mode: the entity znode rewritten, then a
+    change notification."""
+    settings = broker_settings(zk, broker_id)
+    if value is None:
+        settings.pop(name, None)
+    else:
+        settings[name] = value
+    path = broker_config_path(broker_id)
+    zk.ensure_path(path)
+    zk.set(path, encode_topic_config(settings))
+    zk.ensure_path("/config/changes")
+    notice = {"version": 2, "entity_path": f"brokers/{broker_id}"}
+    zk.create(CONFIG_CHANGE, json.dumps(notice).encode(), sequence=True)
 
 
 def alter_replica_log_dirs(

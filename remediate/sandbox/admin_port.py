@@ -76,6 +76,15 @@ class SandboxAdmin:
         major, _, minor = str(answer.get("kafka_version", "")).partition(".")
         return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
+    def broker_setting(self, broker: int, name: str) -> str | None:
+        return admin.broker_settings(self.zk, broker).get(name)
+
+    def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
+        # The emulated brokers take no settings request: the admin writes ZooKeeper as a
+        # broker would on receiving one (their copies between log dirs are not throttled).
+        admin.set_broker_setting(self.zk, broker, name, value)
+        return None
+
     def close(self) -> None:
         """Ends the ZooKeeper session it opened itself (a caller's stays the caller's)."""
         if self._owned:

@@ -101,28 +101,29 @@ def reproduce_and_plan(
     kafka: str = "emulated",
     session_timeout_s: float | None = None,
     candidate: str = "auto",
+    move_throttle: int | None = None,
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
     `plan -o plan.json --format markdown` (one scan gives both). Whatever fails on the way,
-    the sandbox is taken down before the failure goes on."""
+    the sandbox is taken down before the failure goes on. `move_throttle`: cluster.yaml's
+    copy throttle for the repairs that move replicas."""
     state = cluster.up(directory, brokers=brokers, kafka_version="2.8", kafka=kafka)
     try:
-        return _reproduce_and_plan(directory, state, session_timeout_s, candidate)
+        settings = yaml.safe_load((directory / "cluster.yaml").read_text())
+        if session_timeout_s is not None:
+            # A killed operator's lock is free again once its session expires.
+            settings["zookeeper"]["session_timeout_s"] = session_timeout_s
+        if move_throttle is not None:
+            settings["kafka"]["move_throttle_bytes_per_s"] = move_throttle
+        (directory / "cluster.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
+        return _reproduce_and_plan(directory, state, candidate)
     except BaseException:
         cluster.down(directory)
         raise
 
 
-def _reproduce_and_plan(
-    directory: Path, state: cluster.SandboxState, session_timeout_s: float | None, candidate: str
-) -> Reproduced:
-    if session_timeout_s is not None:
-        # A killed operator's lock is free again once its session expires.
-        config = directory / "cluster.yaml"
-        settings = yaml.safe_load(config.read_text())
-        settings["zookeeper"]["session_timeout_s"] = session_timeout_s
-        config.write_text(yaml.safe_dump(settings, sort_keys=False))
+def _reproduce_and_plan(directory: Path, state: cluster.SandboxState, candidate: str) -> Reproduced:
     zk = cluster.zk_client(state)
     admin.create_topic(zk, BYSTANDER, BYSTANDER_PARTITIONS, 3, config={"min.insync.replicas": "2"})
     incident = Incident(directory, topic=TOPIC)

@@ -51,7 +51,7 @@ pytestmark = pytest.mark.slow
 # tests/acceptance/test_repair_28_moves.py); this module proves the restart repair, which
 # the operator asks for.
 KEEP = "keep-zk-id"
-CANDIDATES = {KEEP, "restore-id", "move-keep-zk-id"}
+CANDIDATES = {KEEP, "restore-id", "move-keep-zk-id", "move-restore-id"}
 
 
 @pytest.fixture(
@@ -84,7 +84,9 @@ def test_the_plan_weighs_both_candidates_and_orders_the_restarts_by_the_model(
     plan = lab.plan
     assert not plan["refused"] and plan["refusals"] == [], plan["refusals"]
 
-    # Both candidates, each with its cost; exactly one chosen, and not a costlier one.
+    # Every candidate, each with its cost; exactly one chosen: the restart repair the lab
+    # asks for (with two log dirs per broker the model itself would move the replicas,
+    # which makes nothing newly unavailable: tests/acceptance/test_repair_28_moves.py).
     candidates = {c["name"]: c for c in plan["candidates"]}
     assert set(candidates) == CANDIDATES, plan["candidates"]
     chosen = [c for c in plan["candidates"] if c["chosen"]]
@@ -94,10 +96,9 @@ def test_the_plan_weighs_both_candidates_and_orders_the_restarts_by_the_model(
         assert candidate["converges"] is True, candidate
         assert isinstance(candidate["restarts"], int) and candidate["restarts"] >= 0
         assert isinstance(candidate["unavailable_phases"], int)
-        assert len(choice["newly_unavailable"]) <= len(candidate["newly_unavailable"]), (
-            f"{choice['name']} was chosen over {candidate['name']}, which makes fewer"
-            " partitions unavailable that are available now"
-        )
+        if candidate["name"].startswith("move-"):
+            assert candidate["restarts"] == 0 and candidate["newly_unavailable"] == []
+    assert choice["name"] == KEEP
     assert set(plan["newly_unavailable"]) == set(choice["newly_unavailable"])
 
     # The chosen repair: keep ZooKeeper's id; delete only partition.metadata of every stale

@@ -4,23 +4,39 @@ offers or says why not."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
+import yaml
 
-from remediate.plan import MoveStep, PlanOptions, TriggerStep, make_plan, plan_from_json
+from remediate.cli.common import candidate_option
+from remediate.config.models import KafkaConfig
+from remediate.errors import ConfigError
+from remediate.plan import (
+    MoveStep,
+    PlanOptions,
+    RestoreStep,
+    TriggerStep,
+    make_plan,
+    plan_from_json,
+)
 from remediate.plan.availability import MoveOp, TriggerOp, build_model, simulate
+from remediate.plan.candidates import NAMES
 from remediate.plan.moves import ReplicaMove, assign, bytes_per_broker
 from remediate.plan.render import plan_markdown
-from remediate.playbook import Action, load_playbook
+from remediate.playbook import Action, load_playbook, parse_playbook
 from remediate.state import BrokerDisks, MoveFacts, TopicPartition
-from tests.plan.model import cluster, findings_for
+from tests.plan.model import NEW, OLD, cluster, findings_for
 
 REPAIR = load_playbook("topicid-mismatch")
 MOVES = load_playbook("move-replicas")
 ORDERS = {"orders": {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}}
-T0, T1, T2 = (TopicPartition("orders", p) for p in range(3))
-GiB = 1 << 30
+T0, T1, T2, T3, T4, T5 = (TopicPartition("orders", p) for p in range(6))
+MiB, GiB = 1 << 20, 1 << 30
+MOVE_KEEP, MOVE_RESTORE = "move-keep-zk-id", "move-restore-id"
 
 
 def disks(
@@ -31,6 +47,7 @@ def disks(
     offline: tuple[str, ...] = (),
     free: dict[str, int] | None = None,
     size: int = GiB,
+    added_size: int = MiB,
 ) -> BrokerDisks:
     return BrokerDisks(
         broker=broker,
@@ -38,7 +55,10 @@ def disks(
         online_dirs=dirs,
         offline_dirs=offline,
         free_bytes=free if free is not None else {d: 10 * GiB for d in dirs},
-        replicas={tp: (dirs[0], size) for tp in (T0, T1, T2)},
+        replicas={
+            **{tp: (dirs[0], size) for tp in (T0, T1, T2)},
+            **{tp: (dirs[0], added_size) for tp in (T3, T4, T5)},
+        },
     )
 
 
@@ -126,17 +146,43 @@ def incident() -> tuple[Any, Any]:
     return state, findings_for(state, kinds) + [_fenced(state, tp) for tp in (T0, T1, T2)]
 
 
-def test_the_move_candidate_is_chosen_with_no_restart_and_round_trips() -> None:
+def test_both_moves_are_weighed_and_the_one_that_copies_less_is_chosen() -> None:
     state, found = incident()
     chosen = plan(state, found, facts())
     names = {c.name: c for c in chosen.candidates}
-    assert set(names) == {"keep-zk-id", "restore-id", "move-keep-zk-id"}
-    assert names["move-keep-zk-id"].chosen and names["move-keep-zk-id"].restarts == 0
-    assert names["move-keep-zk-id"].bytes_to_copy == {1: 3 * GiB, 2: 3 * GiB, 3: 3 * GiB}
+    assert set(names) == {"keep-zk-id", "restore-id", MOVE_KEEP, MOVE_RESTORE}
+    assert names[MOVE_KEEP].restarts == names[MOVE_RESTORE].restarts == 0
+    assert names[MOVE_KEEP].bytes_to_copy == {1: 3 * GiB, 2: 3 * GiB, 3: 3 * GiB}
+    # The same harm; the partitions the legacy client added are the small ones.
+    assert names[MOVE_RESTORE].bytes_to_copy == {1: 3 * MiB, 2: 3 * MiB, 3: 3 * MiB}
+    assert names[MOVE_RESTORE].chosen
+    move, restore = chosen.steps
+    assert isinstance(move, MoveStep) and isinstance(restore, RestoreStep)
+    assert {m.partition for m in move.moves} == {T3, T4, T5} and len(move.moves) == 9
+    assert restore.topic_id == OLD and restore.zk_topic_id == NEW
+    assert restore.reelect and restore.rolled_later == ()
+    assert restore.predicted.after == () and not chosen.needs_acceptance
+    assert not chosen.restarts and not chosen.triggers
+    again = plan_from_json(chosen.to_json())
+    assert again == chosen and again.digest == chosen.digest
+    assert "none of their data copied" in names[MOVE_RESTORE].summary
+
+
+def test_move_keep_zk_id_when_the_old_partitions_are_the_small_ones() -> None:
+    state, found = incident()
+    chosen = plan(state, found, facts(**{b: {"size": MiB, "added_size": GiB} for b in "123"}))
+    assert [c.name for c in chosen.candidates if c.chosen] == [MOVE_KEEP]
     move, trigger = chosen.steps
     assert isinstance(move, MoveStep) and isinstance(trigger, TriggerStep)
     assert len(move.moves) == 9 and {m.to_dir for m in move.moves} == {"/d1"}
-    assert move.actions == (Action.GATE_MOVE_SAFETY, Action.MOVE_REPLICAS, Action.WAIT_MOVED)
+    assert move.actions == (
+        Action.GATE_MOVE_SAFETY,
+        Action.THROTTLE_SET,
+        Action.MOVE_REPLICAS,
+        Action.WAIT_MOVED,
+        Action.THROTTLE_REMOVE,
+    )
+    assert move.throttle is None
     assert trigger.partitions == (T0, T1, T2)
     assert trigger.moved == {tp: (1, 2, 3) for tp in (T0, T1, T2)}
     assert trigger.predicted.after == ()
@@ -145,25 +191,57 @@ def test_the_move_candidate_is_chosen_with_no_restart_and_round_trips() -> None:
     assert again == chosen and again.digest == chosen.digest
     markdown = plan_markdown(chosen)
     assert "Move replicas to another log dir of their broker (no restart)" in markdown
-    assert "broker 2, `orders-1`: `/d0` → `/d1` (1.0 GiB)" in markdown
+    assert "broker 2, `orders-1`: `/d0` → `/d1` (1.0 MiB)" in markdown
+
+
+def test_the_copy_throttle_is_in_the_plan_and_shown() -> None:
+    state, found = incident()
+    chosen = plan(state, found, facts(), move_throttle_bytes_per_s=50 * MiB)
+    (move,) = chosen.moves
+    assert move.throttle == 50 * MiB
+    assert plan_from_json(chosen.to_json()) == chosen
+    assert chosen.to_json()["steps"][0]["throttle_bytes_per_s"] == 50 * MiB
+    assert "throttled to 50.0 MiB/s per broker (put back afterwards)" in plan_markdown(chosen)
 
 
 def test_where_it_cannot_move_the_plan_says_why_and_restarts() -> None:
     state, found = incident()
     chosen = plan(state, found, facts(**{"3": {"dirs": ("/d0",)}}))
-    assert "move-keep-zk-id" not in {c.name for c in chosen.candidates}
+    assert not {MOVE_KEEP, MOVE_RESTORE} & {c.name for c in chosen.candidates}
     assert chosen.restarts
+    for name in (MOVE_KEEP, MOVE_RESTORE):
+        assert (
+            f"{name} (no restart) is not offered: broker 3 has one log dir: a replica has"
+            " nowhere to move" in chosen.notes
+        )
+
+
+def test_move_restore_id_needs_exactly_one_other_id() -> None:
+    state, found = incident()
+    third = [
+        replace(f, file_topic_id="ZZZZZZZZZZZZZZZZZZZZZZ")
+        if (f.broker, f.partition) == (1, 0)
+        else f
+        for f in found
+    ]
+    chosen = plan(state, third, facts())
+    assert MOVE_RESTORE not in {c.name for c in chosen.candidates}
     assert (
-        "move-keep-zk-id (no restart) is not offered: broker 3 has one log dir: a replica has"
-        " nowhere to move" in chosen.notes
+        f"{MOVE_RESTORE} (no restart) is not offered: orders: its replicas hold 2 ids other"
+        " than ZooKeeper's" in chosen.notes
     )
+    assert MOVE_KEEP in {c.name for c in chosen.candidates}
 
 
-def test_on_kafka_3_the_repair_is_not_weighed_at_all() -> None:
+def test_on_kafka_3_the_moves_are_not_offered_and_the_plan_says_why() -> None:
     state, found = incident()
     chosen = plan(state, found, facts(**{b: {"version": (3, 4)} for b in "123"}))
-    assert "move-keep-zk-id" not in {c.name for c in chosen.candidates}
-    assert not [n for n in chosen.notes if "move-keep-zk-id" in n]
+    assert not {MOVE_KEEP, MOVE_RESTORE} & {c.name for c in chosen.candidates}
+    assert (
+        f"{MOVE_KEEP} and {MOVE_RESTORE} (no restart) are not offered: broker(s) 1, 2, 3 run"
+        " Kafka 3.4, where a moved replica keeps its id (KAFKA-12426); they exist on Kafka 2.8"
+        " only" in chosen.notes
+    )
 
 
 def test_without_facts_of_the_disks_nothing_changes() -> None:
@@ -189,3 +267,58 @@ def test_the_operator_can_ask_for_the_restarts() -> None:
 def test_a_replica_move_is_ordered_and_frozen() -> None:
     move = ReplicaMove(1, T0, "/d0", "/d1", 10)
     assert sorted([ReplicaMove(2, T0, "/a", "/b", 1), move])[0] == move
+
+
+MOVES_FILE = Path(__file__).resolve().parents[2] / "playbooks" / "move-replicas.yaml"
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        (
+            ["throttle: set", "move: replicas", "wait: moved", "throttle: remove"],
+            "a 'gate' must come before 'move'",
+        ),
+        (
+            ["gate: move-safety", "throttle: set", "move: replicas", "wait: moved"],
+            "a throttle that is set must be removed",
+        ),
+        (
+            ["gate: move-safety", "throttle: remove", "move: replicas", "throttle: set"],
+            "a throttle that is set must be removed",
+        ),
+        (["gate: move-safety", "throttle: now", "move: replicas"], "'remove', 'set'"),
+    ],
+    ids=["no gate", "never removed", "removed before set", "unknown argument"],
+)
+def test_a_move_playbook_out_of_order_is_refused(steps: list[str], expected: str) -> None:
+    document = yaml.safe_load(MOVES_FILE.read_text())
+    document["steps"] = [dict([step.split(": ")]) for step in steps]
+    with pytest.raises(ConfigError) as raised:
+        parse_playbook(document, source="playbooks/bad.yaml")
+    assert expected in str(raised.value)
+
+
+@pytest.mark.parametrize("value", ["50", True, 1.5, [1]])
+def test_a_plan_whose_throttle_is_not_an_integer_is_not_read(value: Any) -> None:
+    state, found = incident()
+    document = plan(state, found, facts(), move_throttle_bytes_per_s=MiB).to_json()
+    document["steps"][0]["throttle_bytes_per_s"] = value
+    with pytest.raises(ValueError, match="throttle_bytes_per_s: expected an integer or null"):
+        plan_from_json(document)
+
+
+@pytest.mark.parametrize(("value", "ok"), [(1024, True), (1023, False), (0, False)])
+def test_the_configured_throttle_is_at_least_a_kibibyte(value: int, ok: bool) -> None:
+    if ok:
+        assert KafkaConfig(move_throttle_bytes_per_s=value).move_throttle_bytes_per_s == value
+    else:
+        with pytest.raises(pydantic.ValidationError, match="greater than or equal to 1024"):
+            KafkaConfig(move_throttle_bytes_per_s=value)
+
+
+def test_the_cli_offers_every_candidate() -> None:
+    assert tuple(candidate_option(lambda: None).__click_params__[0].type.choices) == (
+        "auto",
+        *NAMES,
+    )
