@@ -1,9 +1,10 @@
 """The executor's vocabulary: the actions a step is made of (the playbook's `Action`s and the
 run's own `RunAction`s), and the key each action is journaled under.
 
-A key reads `"{index}:broker-{N}:{action}"` or `"{index}:topic-{T}:{action}"` (the plan's
-step index, what the step acts on, the action); the run's own closing action, after the last
-step, reads `"{number of steps}:cluster:{action}"`. Rollback keys read
+A key reads `"{index}:broker-{N}:{action}"`, `"{index}:topic-{T}:{action}"` or, for the
+moves and the trigger, which act on several brokers at once, `"{index}:cluster:{action}"` (the
+plan's step index, what the step acts on, the action); the run's own closing action, after
+the last step, reads `"{number of steps}:cluster:{action}"`. Rollback keys read
 `"rollback{n}:broker-{N}:{action}"`, and gate decisions are journaled under keys without an
 index (`"broker-{N}:pre-gate"`). Journals on disk hold these strings, so their format never
 changes; `StepKey` is the one place that writes and reads them.

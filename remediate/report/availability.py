@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from remediate.execute.journal import STEP_EVENTS, JournalEvent
-from remediate.execute.steps import StepKey
+from remediate.execute.steps import RunAction, StepKey
 
 BEFORE = "before"
 
@@ -89,7 +89,9 @@ def step_windows(records: Iterable[Mapping[str, Any]]) -> list[Window]:
             key = StepKey.parse(str(record.get("step", "")))
         except ValueError:
             continue
-        if key.index is None or key.rollback or (key.broker is None and key.topic is None):
+        # The run's closing convergence wait is no plan step (the moves' and the trigger's
+        # actions are: their target is the cluster too).
+        if key.index is None or key.rollback or key.action == RunAction.CONVERGE:
             continue
         span = spans.setdefault(key.index, [position, position])
         span[1] = position

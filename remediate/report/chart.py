@@ -35,6 +35,9 @@ COLOURS = {
     "verifying": "#56b4e9",
     "writing ZooKeeper": "#8e44ad",
     "controller election": "#cc79a7",
+    "throttle": "#d4c36a",
+    "moving replicas": "#f0e442",
+    "reassigning": "#7f3c8d",
     "rolling back": "#555555",
 }
 OTHER = "#bbbbbb"

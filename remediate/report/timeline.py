@@ -30,6 +30,13 @@ PHASES: dict[str, str] = {
     RunAction.CONVERGE: "waiting for ISR",
     Action.ZK_WRITE_TOPIC_ID: "writing ZooKeeper",
     Action.ZK_WRITE_CONTROLLER_ELECTION: "controller election",
+    Action.GATE_MOVE_SAFETY: "gate",
+    Action.GATE_SWAPPED: "gate",
+    Action.THROTTLE_SET: "throttle",
+    Action.THROTTLE_REMOVE: "throttle",
+    Action.MOVE_REPLICAS: "moving replicas",
+    Action.WAIT_MOVED: "moving replicas",
+    Action.TRIGGER_REASSIGNMENT: "reassigning",
     RunAction.RESTORE_BACKUP: "rolling back",
     Decision.ROLLBACK: "rolling back",
 }
@@ -47,6 +54,9 @@ PHASE_ORDER = (
     "verifying",
     "writing ZooKeeper",
     "controller election",
+    "throttle",
+    "moving replicas",
+    "reassigning",
     "rolling back",
 )
 # Actions after which a stopped broker is back (the last one present in the run counts).
@@ -98,7 +108,8 @@ class RunTimeline:
 
 
 def row_name(target: str) -> str:
-    """The step key's target ("broker-3", "topic-orders") as a row label."""
+    """The step key's target ("broker-3", "topic-orders", "cluster" for the moves and the
+    trigger) as a row label."""
     for prefix, word in (("broker-", "broker"), ("topic-", "topic")):
         if target.startswith(prefix):
             return f"{word} {target.removeprefix(prefix)}"

@@ -383,12 +383,10 @@ class Broker:
     def controlled_shutdown(self) -> None:
         retries = self.settings.get_int("controlled.shutdown.max.retries")
         backoff = self.settings.get_int("controlled.shutdown.retry.backoff.ms") / 1000.0
-        for attempt in range(1, retries + 1):
-            log.info(
-                "[KafkaServer id=%d] Starting controlled shutdown (attempt %d)",
-                self.broker_id,
-                attempt,
-            )
+        # server/KafkaServer.scala controlledShutdown (2.8.2): announced once, then a warning
+        # after each failed attempt.
+        log.info("[KafkaServer id=%d] Starting controlled shutdown", self.broker_id)
+        for _attempt in range(retries):
             response = self._send_to_controller(
                 {
                     "api": "ControlledShutdown",

@@ -51,6 +51,11 @@ SMOKE: list[tuple[str, list[str], dict[str, type | tuple[type, ...]]]] = [
         ["--runs", "1"],
         {"check_s": float, "scan_s": float, "check_on_spark_s": float, "stderr_bytes": int},
     ),
+    (
+        "repair_harm.py",
+        ["--kafka", "emulated", "--procedures", "chosen", "manual"],
+        {"figures": dict, "chosen_vs_manual": dict, "chosen_vs_predicted": dict},
+    ),
 ]
 
 

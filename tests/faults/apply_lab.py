@@ -223,7 +223,12 @@ class ApplyLab:
             except KazooException:
                 return (-1, ())
 
-        wait_until(steady(read, quiet_s), f"the cluster to settle for {quiet_s:.0f}s", timeout, 0.2)
+        wait_until(
+            steady(read, quiet_s),
+            f"the cluster to settle for {quiet_s:.0f}s",
+            timeout,
+            interval=0.2,
+        )
         self.wait_healthy(timeout=timeout)
 
     def produce(self, count: int = 9) -> None:

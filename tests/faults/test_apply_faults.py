@@ -593,6 +593,13 @@ def test_a_second_broker_failure_blocks_the_next_restart(healthy_lab: ApplyLab) 
     assert journal_has(lab, before, "step-finished", ":wait in-sync")
     # A broker whose turn has not come dies while the operator holds between two steps.
     assert cluster.kill_broker(lab.directory, bystander)
+    # Nothing sees a SIGKILLed broker until its ZooKeeper session expires (Kafka's controller
+    # neither): the gate can only block on a failure ZooKeeper already shows.
+    wait_until(
+        lambda: str(bystander) not in lab.zk.get_children("/brokers/ids"),
+        f"broker {bystander}'s session to expire",
+        60,
+    )
     pause.release()
     run = lab.finish(operator)
     assert run.exit_code == 5, run.stderr[-3000:]

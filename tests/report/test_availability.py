@@ -83,3 +83,34 @@ def test_an_older_journal_and_plan_give_no_rows() -> None:
     report = build_report(records(*RESTART), PLAN)
     assert report.availability == ()
     assert "Unavailable partitions" not in report_markdown(report)
+
+
+def test_the_moves_and_the_trigger_are_steps_the_closing_wait_is_not() -> None:
+    plan: dict[str, Any] = {
+        **PLAN,
+        "steps": [
+            {"kind": "move", "predicted": {"during": ["old-0"], "after": ["old-0"]}},
+            {"kind": "trigger", "predicted": {"during": ["old-0"], "after": []}},
+        ],
+        "unavailable_now": ["old-0"],
+    }
+    run = [
+        *run_start(),
+        step(0.2, "step-started", "0:cluster:move replicas"),
+        named_sample(0.5, ["old-0"]),
+        step(1.0, "step-finished", "0:cluster:move replicas", result={}),
+        step(1.2, "step-started", "1:cluster:trigger reassignment"),
+        named_sample(1.5, ["old-0"]),
+        step(2.0, "step-finished", "1:cluster:trigger reassignment", result={}),
+        step(2.5, "step-started", "2:cluster:wait converged"),
+        named_sample(3.0, ["old-0"]),  # just after the trigger, whose step named it
+        step(3.5, "step-finished", "2:cluster:wait converged", result={}),
+        (3.6, "run-completed", {}),
+    ]
+    (row,) = build_report(records(*run), plan).availability
+    assert row == PartitionAvailability(
+        "old-0",
+        ("before", "step 1", "after step 1", "step 2"),
+        ("step 1", "step 2", "after step 2"),
+    )
+    assert row.unpredicted == ()

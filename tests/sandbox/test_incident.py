@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,47 @@ def test_step8_restarted_broker_stays_out_of_the_old_partitions_isr(steps: Steps
     finally:
         producer.close()
     assert error in ("NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "_MSG_TIMED_OUT")
+
+
+def test_step8_seen_from_outside_the_old_partitions_high_watermark_is_frozen(
+    steps: Steps,
+) -> None:
+    """The replica-manager rules of tests/sandbox/test_kafka_rules.py, as a client and the
+    disk see them on both kinds after step 8: an old partition led by a running broker takes
+    an acks=1 write (the leader appends it, Partition.scala:1045-1083 at 2.8.2) that no
+    consumer can read (the high watermark is frozen: the fenced AlterIsr keeps the restarted
+    broker in the leader's maximal ISR, Partition.scala:878-905); the running follower
+    copies it, the restarted broker, at a newer leader epoch than its leader, copies nothing
+    (UNKNOWN_LEADER_EPOCH, Partition.scala:359-390)."""
+    incident = steps.upto(8)
+    restarted = incident.result.restarted_broker
+    producer = incident.kafka.producer(acks=1, timeout_ms=5000)
+    written: dict[int, str] = {}
+    try:
+        for partition in (0, 1, 2):
+            key = f"fidelity-{partition}"
+            offset, _error = producer.send(TOPIC, partition, [(key, "v")])
+            if offset is not None:
+                written[partition] = key
+    finally:
+        producer.close()
+    # The restarted broker led one old partition at most (preferred leaders are spread):
+    # the others' leaders kept running and take acks=1 writes.
+    assert len(written) >= 2, written
+    records, _errors = incident.kafka.consume(TOPIC, timeout=10)
+    assert not {r.key for r in records} & set(written.values())
+
+    def copied(partition: int, key: str, brokers: set[int]) -> bool:
+        return all(key.encode() in segment(incident, b, partition) for b in brokers)
+
+    for partition, key in written.items():
+        running = set(replica_dirs(incident.state, TOPIC, partition)) - {restarted}
+        assert wait_until(
+            partial(copied, partition, key, running),
+            f"the running replicas of {TOPIC}-{partition} to copy {key}",
+        )
+    # It stays so: the restarted replica never gets them while the ids disagree.
+    assert all(
+        key.encode() not in segment(incident, restarted, partition)
+        for partition, key in written.items()
+    )

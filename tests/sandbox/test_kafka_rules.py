@@ -361,13 +361,22 @@ def server_log(directory: Path, broker: int, name: str = "server.log") -> str:
     return (cluster.broker_dir(directory, broker) / "logs" / name).read_text()
 
 
+# The rules below run on the emulator and on real Apache Kafka 2.8.2 alike: the same scenario,
+# the same observations (ZooKeeper, the brokers' logs, the files), the same assertions.
+KINDS = ["emulated", "real-2.8.2"]
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("kafka", KINDS)
 def test_leader_epoch_bumps_on_every_controller_isr_or_leader_change(
-    sandbox: cluster.SandboxState,
+    sandbox_dir: Path, kafka: str
 ) -> None:
     """api/LeaderAndIsr.scala:41; controlled shutdown removes a follower from the ISR
     (controller/ReplicaStateMachine.scala:295-381) or elects a new leader
-    (controller/Election.scala:126-139), each +1 epoch, LeaderAndIsr to the other replicas."""
+    (controller/Election.scala:126-139), each +1 epoch, LeaderAndIsr to the other replicas,
+    which log their new role at the new epoch (cluster/Partition.scala makeLeader and
+    makeFollower: "starts at leader epoch")."""
+    sandbox = cluster.up(sandbox_dir, kafka=kafka)
     directory = Path(sandbox.directory)
     zk = cluster.zk_client(sandbox)
     try:
@@ -406,14 +415,18 @@ def last_isr_member(directory: Path, zk: KazooClient) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kafka", KINDS)
 def test_controlled_shutdown_of_last_isr_member_retries_then_stops_cleanly(
-    sandbox_dir: Path,
+    sandbox_dir: Path, kafka: str
 ) -> None:
     """Controlled shutdown with no other candidate fails; the broker retries
     controlled.shutdown.max.retries x controlled.shutdown.retry.backoff.ms and shuts down anyway,
-    logs closed cleanly (server/KafkaServer.scala controlledShutdown)."""
+    logs closed cleanly (server/KafkaServer.scala controlledShutdown: "Starting controlled
+    shutdown" once, a "Retrying" warning after each failed attempt, then "Proceeding to do an
+    unclean shutdown")."""
     state = cluster.up(
         sandbox_dir,
+        kafka=kafka,
         properties={
             "controlled.shutdown.max.retries": "2",
             "controlled.shutdown.retry.backoff.ms": "200",
@@ -425,8 +438,8 @@ def test_controlled_shutdown_of_last_isr_member_retries_then_stops_cleanly(
         last = last_isr_member(directory, zk)
         assert cluster.stop_broker(directory, last)
         text = server_log(directory, last)
-        assert "Starting controlled shutdown (attempt 2)" in text
-        assert "Starting controlled shutdown (attempt 3)" not in text
+        assert text.count(f"[KafkaServer id={last}] Starting controlled shutdown") == 1
+        assert text.count("Retrying controlled shutdown after the previous attempt failed") == 2
         assert "Proceeding to do an unclean shutdown" in text
         for log_dir in state.broker(last).log_dirs:
             assert (Path(log_dir) / ".kafka_cleanshutdown").exists()
@@ -436,13 +449,16 @@ def test_controlled_shutdown_of_last_isr_member_retries_then_stops_cleanly(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kafka", KINDS)
 def test_last_isr_member_gone_partition_offline_until_it_returns_and_takes_zk_id(
-    sandbox_dir: Path,
+    sandbox_dir: Path, kafka: str
 ) -> None:
     """Leader -1 with the ISR kept as the last member (unclean election off); on its return it is
     elected again, with partition.metadata deleted takes ZooKeeper's id, the other replicas
     follow and the ISR refills (reference, "Controlled shutdown of the last ISR member")."""
-    state = cluster.up(sandbox_dir, properties={"controlled.shutdown.max.retries": "1"})
+    state = cluster.up(
+        sandbox_dir, kafka=kafka, properties={"controlled.shutdown.max.retries": "1"}
+    )
     directory = Path(state.directory)
     zk = cluster.zk_client(state)
     try:

@@ -1,0 +1,361 @@
+"""Harm, measured: the partition-seconds during which acks=all writes fail while the 2.8
+incident is repaired, by the plan the tool chooses, by each other repair it weighs, and by
+the seed's manual procedure; and what the plan itself predicted.
+
+    .venv/bin/python bench/repair_harm.py [--kafka emulated real-2.8.2] [--brokers 3]
+                                          [--procedures chosen manual keep-zk-id ...]
+
+For each kind of broker and each procedure, on a sandbox of its own (3 brokers, two log dirs
+each, the incident reproduced by `sandbox reproduce`'s steps, RF 3, min.insync.replicas 2):
+
+1. a prober writes one record at a time with acks=all to every partition of the topic, one
+   thread per partition (a 1 s delivery timeout, 50 ms between attempts). A partition counts
+   as unavailable from the start of a failed attempt to the start of its next successful one;
+2. the procedure:
+   - `chosen`: `remediate plan` (auto), then `remediate apply` of exactly that plan;
+   - a candidate's name (`keep-zk-id`, `restore-id`, `move-keep-zk-id`, `move-restore-id`):
+     the same with `--candidate` (where the plan can offer it);
+   - `manual`: the seed's procedure, as a person runs it from the incident's runbook: for each
+     broker, the active controller last, stop it (cluster.yaml's service command), back up and
+     delete every partition.metadata of the topic on it, start it, wait until ZooKeeper lists
+     it again and then the playbook's stability window (10 s), as the tool's restart does;
+3. the window: from the procedure's first change (the run's start in the journal; the first
+   stop) until every partition of the topic takes writes again, or 120 s after the procedure
+   ends. `harm_ps` sums each partition's unavailable seconds in it;
+4. for a plan, `predicted_ps`: each partition's unavailable phases as the plan predicts them
+   (report/availability.py: before the run, during step N, after step N), each phase timed by
+   the run's own journal, a step acting until its last action that changes the cluster ends
+   (a restore's election, a trigger, a restart's last action) and "after" from there.
+
+Targets (issue 24): the chosen plan's harm at most half the manual procedure's, and within 10%
+of its own prediction. Progress goes to stderr; stdout gets exactly one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from remediate.config import load_cluster_config
+from remediate.execute.journal import Journal
+from remediate.execute.steps import StepKey
+from remediate.formats.logdir import PARTITION_METADATA
+from remediate.playbook import Action
+from remediate.report.availability import BEFORE, predicted_phases
+from remediate.sandbox import admin, clients, cluster
+from remediate.sandbox.reproduce import Incident
+
+TOPIC = "orders"
+CANDIDATES = ("keep-zk-id", "restore-id", "move-keep-zk-id", "move-restore-id")
+PROCEDURES = ("chosen", "manual", *CANDIDATES)
+# A person's pause after a broker is back, the restart playbook's stability window.
+MANUAL_SETTLE_S = 10.0
+CONVERGE_LIMIT_S = 120.0
+# The actions after which a step's change to the cluster is done (the rest of it waits).
+ACTING = (
+    Action.ZK_WRITE_CONTROLLER_ELECTION,
+    Action.ZK_WRITE_TOPIC_ID,
+    Action.TRIGGER_REASSIGNMENT,
+)
+
+
+def say(message: str) -> None:
+    print(f"[repair_harm] {message}", file=sys.stderr, flush=True)
+
+
+def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [cluster.remediate_executable(), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+
+
+@dataclass
+class Prober:
+    """acks=all writes to every partition of `topic`, one thread per partition."""
+
+    state: cluster.SandboxState
+    zk: Any
+    partitions: Sequence[int]
+    attempts: dict[int, list[tuple[float, bool]]] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __enter__(self) -> Prober:
+        for partition in self.partitions:
+            thread = threading.Thread(target=self._run, args=(partition,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=30)
+
+    def _run(self, partition: int) -> None:
+        producer = clients.for_sandbox(self.state, self.zk).producer(timeout_ms=1000)
+        number = 0
+        try:
+            while not self._stop.is_set():
+                started = time.time()
+                offset, error = producer.send(TOPIC, partition, [(f"probe-{number}", "x")])
+                number += 1
+                with self._lock:
+                    self.attempts.setdefault(partition, []).append(
+                        (started, error is None and offset is not None)
+                    )
+                self._stop.wait(0.05)
+        finally:
+            producer.close()
+
+    def unavailable(self, start: float, end: float) -> dict[int, float]:
+        """Per partition, its unavailable seconds within [start, end]."""
+        with self._lock:
+            attempts = {p: list(a) for p, a in self.attempts.items()}
+        found = {}
+        for partition, tries in attempts.items():
+            total, down_since = 0.0, None
+            for at, ok in [*tries, (end, True)]:
+                if not ok and down_since is None:
+                    down_since = at
+                elif ok and down_since is not None:
+                    total += max(0.0, min(at, end) - max(down_since, start))
+                    down_since = None
+            found[partition] = total
+        return found
+
+    def all_writable_since(self, moment: float) -> bool:
+        with self._lock:
+            return all(
+                any(at >= moment and ok for at, ok in self.attempts.get(p, []))
+                and self.attempts[p][-1][1]
+                for p in self.partitions
+            )
+
+    def wait_all_writable(self, after: float) -> float:
+        """When every partition took a write after `after` (or the limit)."""
+        limit = time.time() + CONVERGE_LIMIT_S
+        while time.time() < limit and not self.all_writable_since(after):
+            time.sleep(0.1)
+        return time.time()
+
+
+@contextmanager
+def incident(kafka: str, brokers: int) -> Iterator[tuple[Path, cluster.SandboxState, Any]]:
+    directory = Path(tempfile.mkdtemp(prefix="repair-harm-")) / "sandbox"
+    try:
+        state = cluster.up(directory, brokers=brokers, kafka_version="2.8", kafka=kafka)
+        zk = cluster.zk_client(state)
+        try:
+            reproduction = Incident(directory, topic=TOPIC)
+            try:
+                reproduction.run()
+            finally:
+                reproduction.close()
+            yield directory, state, zk
+        finally:
+            zk.stop()
+            zk.close()
+    finally:
+        cluster.down(directory)
+        shutil.rmtree(directory.parent, ignore_errors=True)
+
+
+def times(records: Sequence[Mapping[str, Any]]) -> list[float]:
+    return [
+        datetime.fromisoformat(str(r["time"]).replace("Z", "+00:00")).timestamp() for r in records
+    ]
+
+
+def predicted_seconds(plan: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> float:
+    """The plan's predicted unavailable phases, each timed by the run's journal."""
+    at = times(records)
+    run_start, run_end = at[0], at[-1]
+    spans: dict[int, list[float]] = {}
+    acting_end: dict[int, float] = {}
+    for when, record in zip(at, records, strict=True):
+        try:
+            key = StepKey.parse(str(record.get("step", "")))
+        except ValueError:
+            continue
+        if key.index is None or key.index >= len(plan["steps"]) or key.rollback:
+            continue
+        span = spans.setdefault(key.index, [when, when])
+        span[1] = when
+        if record["event"] == "step-finished" and key.action in ACTING:
+            acting_end[key.index] = when
+    phases: dict[str, tuple[float, float]] = {}
+    ordered = sorted(spans)
+    phases[BEFORE] = (run_start, spans[ordered[0]][0] if ordered else run_end)
+    for position, index in enumerate(ordered):
+        start, end = spans[index]
+        acted = acting_end.get(index, end)
+        following = spans[ordered[position + 1]][0] if position + 1 < len(ordered) else run_end
+        phases[f"step {index + 1}"] = (start, acted)
+        phases[f"after step {index + 1}"] = (acted, following)
+    return sum(
+        phases[phase][1] - phases[phase][0]
+        for names in predicted_phases(plan).values()
+        for phase in set(names)
+        if phase in phases
+    )
+
+
+def by_the_tool(
+    directory: Path, state: cluster.SandboxState, zk: Any, candidate: str
+) -> dict[str, Any]:
+    config = directory / "cluster.yaml"
+    plan_path = directory / "plan.json"
+    planned = cli(
+        "plan", "-c", str(config), "-o", str(plan_path), "--json", "--candidate", candidate
+    )
+    if planned.returncode != 0:
+        return {"error": f"plan exited {planned.returncode}: {planned.stderr.strip()[-300:]}"}
+    plan = json.loads(plan_path.read_text())
+    (chosen,) = [c["name"] for c in plan["candidates"] if c["chosen"]] or [candidate]
+    partitions = sorted(admin.read_topic(zk, TOPIC)[0].partitions)
+    with Prober(state, zk, partitions) as prober:
+        applied = cli(
+            "apply",
+            "-c",
+            str(config),
+            "--plan",
+            str(plan_path),
+            "--approve",
+            plan["digest"],
+            "--json",
+        )
+        if applied.returncode != 0:
+            return {"candidate": chosen, "error": f"apply exited {applied.returncode}"}
+        run_id = json.loads(applied.stdout)["run_id"]
+        settings = yaml.safe_load(config.read_text())
+        records = Journal.open(Path(settings["journal_dir"]), run_id).records()
+        start, ended = times(records)[0], times(records)[-1]
+        end = max(ended, prober.wait_all_writable(ended))
+        harm = prober.unavailable(start, end)
+    return {
+        "candidate": chosen,
+        "harm_ps": round(sum(harm.values()), 2),
+        "predicted_ps": round(predicted_seconds(plan, records), 2),
+        "run_s": round(ended - start, 2),
+        "restarts": sum(1 for s in plan["steps"] if s["kind"] == "restart"),
+    }
+
+
+def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, Any]:
+    config = load_cluster_config(directory / "cluster.yaml")
+    controller = admin.current_controller(zk)
+    order = sorted(b.broker_id for b in state.brokers)
+    if controller is not None:
+        order = [b for b in order if b != controller.broker_id] + [controller.broker_id]
+    partitions = sorted(admin.read_topic(zk, TOPIC)[0].partitions)
+    backup = directory / "manual-backup"
+    backup.mkdir()
+    with Prober(state, zk, partitions) as prober:
+        start = time.time()
+        for broker in order:
+            commands = config.service
+            assert commands.stop is not None and commands.start is not None
+            subprocess.run(
+                commands.stop.format(broker_id=broker),
+                shell=True,
+                check=True,
+                cwd=directory,
+                stdout=sys.stderr,
+            )
+            files = [
+                path
+                for log_dir in state.broker(broker).log_dirs
+                for path in Path(log_dir).glob(f"{TOPIC}-*/{PARTITION_METADATA}")
+            ]
+            with tarfile.open(backup / f"broker-{broker}.tar.gz", "w:gz") as archive:
+                for path in files:
+                    archive.add(path)
+            for path in files:
+                path.unlink()
+            subprocess.run(
+                commands.start.format(broker_id=broker),
+                shell=True,
+                check=True,
+                cwd=directory,
+                stdout=sys.stderr,
+            )
+            while not zk.exists(f"/brokers/ids/{broker}"):
+                time.sleep(0.1)
+            time.sleep(MANUAL_SETTLE_S)
+        ended = time.time()
+        end = max(ended, prober.wait_all_writable(ended))
+        harm = prober.unavailable(start, end)
+    return {
+        "harm_ps": round(sum(harm.values()), 2),
+        "run_s": round(ended - start, 2),
+        "restarts": len(order),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--kafka", nargs="+", default=["emulated", "real-2.8.2"])
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--procedures", nargs="+", choices=PROCEDURES, default=list(PROCEDURES))
+    args = parser.parse_args()
+    figures: dict[str, dict[str, Any]] = {}
+    versus_manual: dict[str, float] = {}
+    versus_predicted: dict[str, float] = {}
+    for kafka in args.kafka:
+        figures[kafka] = {}
+        for procedure in args.procedures:
+            say(f"{kafka}: {procedure}")
+            with incident(kafka, args.brokers) as (directory, state, zk):
+                if procedure == "manual":
+                    found = by_hand(directory, state, zk)
+                else:
+                    found = by_the_tool(
+                        directory, state, zk, "auto" if procedure == "chosen" else procedure
+                    )
+            say(f"{kafka}: {procedure}: {found}")
+            figures[kafka][procedure] = found
+        chosen, manual = figures[kafka].get("chosen", {}), figures[kafka].get("manual", {})
+        if "harm_ps" in chosen and manual.get("harm_ps"):
+            versus_manual[kafka] = round(chosen["harm_ps"] / manual["harm_ps"], 3)
+        if "harm_ps" in chosen and chosen.get("predicted_ps"):
+            versus_predicted[kafka] = round(chosen["harm_ps"] / chosen["predicted_ps"], 3)
+    print(
+        json.dumps(
+            {
+                "bench": "repair_harm",
+                "figures": figures,
+                "chosen_vs_manual": versus_manual,
+                "chosen_vs_predicted": versus_predicted,
+            },
+            sort_keys=True,
+        )
+    )
+    failed = [f"{k}: {p}" for k, found in figures.items() for p, f in found.items() if "error" in f]
+    if failed:
+        say(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

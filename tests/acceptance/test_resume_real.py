@@ -1,0 +1,104 @@
+"""The operator killed (SIGKILL) mid-repair on real Apache Kafka, then `resume`d: at a restore
+boundary and at a restart boundary on real 2.8.2 (the `restore-id` repair: the old id written
+back and the controller re-elected, then the rolling restart of the brokers whose replicas
+took the new id), and at both of the restore's boundaries on real 3.4.1 (its repair is the
+restore alone). Each kill comes after the action took effect and before the journal says so
+(`:done`), or right after a broker was stopped (`stop:finished`). The run ends with the
+acceptance's checks: `check` 0, ZooKeeper's id in every partition.metadata, a leader and the
+full ISR everywhere, every record acknowledged before and during the run read back, nothing
+done twice, and no partition seen unavailable that the plan did not name.
+
+Slow: one real-Kafka sandbox per case (about a minute with the incident), one scan for the
+plan, and one operator per kill, each resume waiting out the killed operator's ZooKeeper
+session (4 s here) for the lock. About 3 minutes for 2.8.2 (three real broker restarts) and 2
+for 3.4.1.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from tests.acceptance.repair_lab import (
+    TOPIC,
+    Reproduced,
+    RetryingProducer,
+    lost,
+    named_by_plan,
+    reproduce_and_plan,
+    unconverged,
+)
+from tests.execute.sandbox_tools import HealthSampler, run_cli
+from tests.faults.apply_lab import ApplyLab
+
+pytestmark = pytest.mark.slow
+
+# (kafka, candidate, where the operator is killed in the order the run reaches them)
+CASES = {
+    "real-2.8.2": ("restore-id", ("zk-write topic-id:done", "stop:finished")),
+    "real-3.4.1": ("auto", ("zk-write topic-id:done", "zk-write controller-election:done")),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def reproduced(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Reproduced]:
+    candidate, _ = CASES[request.param]
+    lab = reproduce_and_plan(
+        tmp_path_factory.mktemp(f"resume-{request.param}") / "sandbox",
+        kafka=request.param,
+        session_timeout_s=4,
+        candidate=candidate,
+    )
+    yield lab
+    lab.close()
+
+
+@pytest.mark.timeout(900)
+def test_killed_at_a_restore_and_a_restart_boundary_then_resumed_ends_healthy(
+    reproduced: Reproduced,
+) -> None:
+    lab = reproduced
+    _, kills = CASES[lab.state.kafka]
+    kinds = [s["kind"] for s in lab.plan["steps"]]
+    assert kinds[0] == "restore" and (
+        "restart" in kinds if "stop:finished" in kills else kinds == ["restore"]
+    ), kinds
+    ops = ApplyLab(lab.directory, lab.state, lab.zk, playbook=lab.directory / "unused.yaml")
+    partitions = sorted(lab.result.old_partitions + lab.result.new_partitions)
+    with (
+        HealthSampler(lab.state) as sampler,
+        RetryingProducer(lab.state, TOPIC, partitions) as producer,
+    ):
+        run = ops.finish(ops.start_apply((lab.plan_path, lab.plan), failpoints=f"{kills[0]}=kill"))
+        for number, point in enumerate(kills):
+            if number > 0:
+                run = ops.resume(run.run_id, failpoints=f"{point}=kill")
+            assert run.exit_code == -signal.SIGKILL, (point, run.stdout[-2000:], run.stderr[-3000:])
+            assert not run.events("run-completed") and not run.events("run-halted"), point
+            assert ops.status(run.run_id)["status"] == "running", point
+        resumed = ops.resume(run.run_id)
+        assert resumed.exit_code == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert resumed.events("run-completed")
+    finished = resumed.finished_steps()
+    assert len(finished) == len(set(finished)), f"an action was completed twice: {finished}"
+    # The restore's write and election, killed after they took effect, were found done.
+    for action in ("zk-write topic-id", "zk-write controller-election"):
+        (result,) = [
+            r.get("result") or {}
+            for r in resumed.events("step-finished")
+            if str(r["step"]).endswith(f":{action}")
+        ]
+        if f"{action}:done" in kills:
+            assert result.get("already") is True, (action, result)
+
+    assert unconverged(lab) == []
+    assert run_cli("check", "-c", str(lab.config)).returncode == 0
+    assert set(producer.acked_at) == set(partitions), producer.error_summary()
+    assert lost(lab, TOPIC, lab.acked + producer.acked) == []
+    named = named_by_plan(lab.plan)
+    assert sampler.samples > 10
+    assert sampler.offline <= named, f"offline, not in the plan: {sampler.offline - named}"
