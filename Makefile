@@ -74,7 +74,7 @@ FAULT_TABLE := docs/faults.md
 
 # --fault-table-check: the fault table must be the one the @fault tests declare.
 test: setup lint typecheck
-	$(BIN)/pytest --fault-table-check=$(FAULT_TABLE)
+	$(BIN)/pytest --fault-table-check=$(FAULT_TABLE) --durations=20
 
 # Runs the @fault tests and, when every one passes, rewrites the fault table.
 fault-table: setup

@@ -3,10 +3,12 @@ incident is repaired, by the plan the tool chooses, by each other repair it weig
 the seed's manual procedure; and what the plan itself predicted.
 
     .venv/bin/python bench/repair_harm.py [--kafka emulated real-2.8.2] [--brokers 3]
+                                          [--log-dirs 2]
                                           [--procedures chosen manual keep-zk-id ...]
 
 For each kind of broker and each procedure, on a sandbox of its own (3 brokers, two log dirs
-each, the incident reproduced by `sandbox reproduce`'s steps, RF 3, min.insync.replicas 2):
+each unless `--log-dirs` says otherwise, the incident reproduced by `sandbox reproduce`'s
+steps, RF 3, min.insync.replicas 2):
 
 1. a prober writes one record at a time with acks=all to every partition of the topic, one
    thread per partition (a 1 s delivery timeout, 50 ms between attempts). A partition counts
@@ -161,10 +163,18 @@ class Prober:
 
 
 @contextmanager
-def incident(kafka: str, brokers: int) -> Iterator[tuple[Path, cluster.SandboxState, Any]]:
+def incident(
+    kafka: str, brokers: int, log_dirs: int
+) -> Iterator[tuple[Path, cluster.SandboxState, Any]]:
     directory = Path(tempfile.mkdtemp(prefix="repair-harm-")) / "sandbox"
     try:
-        state = cluster.up(directory, brokers=brokers, kafka_version="2.8", kafka=kafka)
+        state = cluster.up(
+            directory,
+            brokers=brokers,
+            kafka_version="2.8",
+            kafka=kafka,
+            log_dirs_per_broker=log_dirs,
+        )
         zk = cluster.zk_client(state)
         try:
             reproduction = Incident(directory, topic=TOPIC)
@@ -187,8 +197,11 @@ def times(records: Sequence[Mapping[str, Any]]) -> list[float]:
     ]
 
 
-def predicted_seconds(plan: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> float:
-    """The plan's predicted unavailable phases, each timed by the run's journal."""
+def predicted_seconds(
+    plan: Mapping[str, Any], records: Sequence[Mapping[str, Any]]
+) -> dict[str, float]:
+    """Per partition, the plan's predicted unavailable phases, each timed by the run's
+    journal."""
     at = times(records)
     run_start, run_end = at[0], at[-1]
     spans: dict[int, list[float]] = {}
@@ -213,12 +226,14 @@ def predicted_seconds(plan: Mapping[str, Any], records: Sequence[Mapping[str, An
         following = spans[ordered[position + 1]][0] if position + 1 < len(ordered) else run_end
         phases[f"step {index + 1}"] = (start, acted)
         phases[f"after step {index + 1}"] = (acted, following)
-    return sum(
-        phases[phase][1] - phases[phase][0]
-        for names in predicted_phases(plan).values()
-        for phase in set(names)
-        if phase in phases
-    )
+    return {
+        partition: sum(phases[p][1] - phases[p][0] for p in set(names) if p in phases)
+        for partition, names in predicted_phases(plan).items()
+    }
+
+
+def by_name(harm: Mapping[int, float]) -> dict[str, float]:
+    return {f"{TOPIC}-{p}": round(s, 2) for p, s in sorted(harm.items()) if s}
 
 
 def by_the_tool(
@@ -253,10 +268,13 @@ def by_the_tool(
         start, ended = times(records)[0], times(records)[-1]
         end = max(ended, prober.wait_all_writable(ended))
         harm = prober.unavailable(start, end)
+    predicted = predicted_seconds(plan, records)
     return {
         "candidate": chosen,
         "harm_ps": round(sum(harm.values()), 2),
-        "predicted_ps": round(predicted_seconds(plan, records), 2),
+        "predicted_ps": round(sum(predicted.values()), 2),
+        "harm_by_partition": by_name(harm),
+        "predicted_by_partition": {p: round(s, 2) for p, s in sorted(predicted.items()) if s},
         "run_s": round(ended - start, 2),
         "restarts": sum(1 for s in plan["steps"] if s["kind"] == "restart"),
     }
@@ -308,6 +326,7 @@ def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, 
         harm = prober.unavailable(start, end)
     return {
         "harm_ps": round(sum(harm.values()), 2),
+        "harm_by_partition": by_name(harm),
         "run_s": round(ended - start, 2),
         "restarts": len(order),
     }
@@ -317,6 +336,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--kafka", nargs="+", default=["emulated", "real-2.8.2"])
     parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument(
+        "--log-dirs", type=int, default=2, help="per broker; 1: no repair without restarts"
+    )
     parser.add_argument("--procedures", nargs="+", choices=PROCEDURES, default=list(PROCEDURES))
     args = parser.parse_args()
     figures: dict[str, dict[str, Any]] = {}
@@ -326,7 +348,7 @@ def main() -> int:
         figures[kafka] = {}
         for procedure in args.procedures:
             say(f"{kafka}: {procedure}")
-            with incident(kafka, args.brokers) as (directory, state, zk):
+            with incident(kafka, args.brokers, args.log_dirs) as (directory, state, zk):
                 if procedure == "manual":
                     found = by_hand(directory, state, zk)
                 else:

@@ -41,19 +41,36 @@ def next_restart(
 
     A step the journal shows started is finished first (a resumed run). Otherwise the plan's
     order holds, except that the active `controller` goes last: it may have moved since the
-    plan was made.
+    plan was made (a restore's re-election moves it by design). It does not go last where the
+    order is the repair's own: when a remaining step deletes files or the plan predicts a
+    partition unavailable in one, the availability model placed each restart, and a later
+    step's prediction (and its gates) counts on the ones before it having run. After a
+    `restore-id`'s election, say, the first broker to roll may hold the only replicas of the
+    new partitions still refusing the restored id; rolled last, the brokers before it could
+    never rejoin those partitions' ISRs.
     """
     resumed = started_restart(remaining, started)
     if resumed is not None:
         return resumed, None
     head = remaining[0]
     if head[1].broker == controller and len(remaining) > 1:
+        if any(_order_matters(step) for _, step in remaining):
+            return head, (
+                f"broker {controller} is now the active controller but keeps its place in the"
+                " plan's order: the remaining steps repair replicas in the order the plan's"
+                " availability model chose"
+            )
         later = next(r for r in remaining if r[1].broker != controller)
         return later, (
             f"broker {controller} is now the active controller: it goes last;"
             f" broker {later[1].broker} goes first"
         )
     return head, None
+
+
+def _order_matters(step: RestartStep) -> bool:
+    predicted = step.predicted
+    return bool(step.files or predicted.expected or predicted.last_in_isr)
 
 
 def agreement_blocker(

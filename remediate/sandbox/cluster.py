@@ -225,13 +225,23 @@ def wait_registered(
     timeout: float = 60.0,
     pids: dict[int, int] | None = None,
 ) -> None:
-    """Wait until every broker of `broker_ids` is registered and a controller is elected; a
-    broker whose process exits meanwhile is an error naming it, with the end of its log."""
+    """Wait until every broker of `broker_ids` is registered and a controller is elected (and
+    a real broker's startup is over: it registers before); a broker whose process exits
+    meanwhile is an error naming it, with the end of its log."""
+    directory = Path(state.directory)
+
+    def started(broker_id: int) -> bool:
+        return jvm_broker.started(broker_dir(directory, broker_id) / "logs")
+
     zk = zk_client(state)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if set(broker_ids) <= registered_brokers(zk) and zk.exists(CONTROLLER):
+            if (
+                set(broker_ids) <= registered_brokers(zk)
+                and zk.exists(CONTROLLER)
+                and (state.real_kafka is None or all(started(b) for b in broker_ids))
+            ):
                 return
             for broker_id, pid in (pids or {}).items():
                 if not process.is_alive(pid):

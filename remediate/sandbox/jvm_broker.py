@@ -9,6 +9,7 @@ what the layout fixes (id, listener, log dirs, ZooKeeper).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,3 +154,26 @@ def last_lines(logs_dir: Path, count: int = 20) -> str:
             parts.append(f"--- {path} (last {min(count, len(lines))} lines)")
             parts.extend(lines[-count:])
     return "\n".join(parts) if parts else f"(nothing logged in {logs_dir})"
+
+
+# KafkaServer's lifecycle lines (server/KafkaServer.scala at 2.8.2 and 3.4.1: "starting",
+# "started", "shutting down", "shut down completed").
+_LIFECYCLE = re.compile(
+    rb"\[KafkaServer id=\d+\] (starting|started|shutting down|shut down completed)"
+    rb" \(kafka\.server\.KafkaServer\)"
+)
+
+
+def started(logs_dir: Path) -> bool:
+    """The broker's last lifecycle line says `started`: its startup is over. A real broker
+    registers in ZooKeeper before that, and a SIGTERM in between does no controlled shutdown
+    ("Kafka server is still starting up, cannot shut down!": it halts)."""
+    try:
+        with (logs_dir / "server.log").open("rb") as log:
+            log.seek(0, 2)
+            log.seek(max(0, log.tell() - 65536))
+            tail = log.read()
+    except OSError:
+        return False
+    found = _LIFECYCLE.findall(tail)
+    return bool(found) and found[-1] == b"started"

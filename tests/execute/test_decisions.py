@@ -3,6 +3,7 @@ write, whether a topic's replicas agree, which replicas still hold a stale id.""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -20,7 +21,7 @@ from remediate.execute.decisions import (
 from remediate.execute.steps import StepKey
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import PartitionState, TopicAssignment
-from remediate.plan import FileKey, Fingerprint, RestartStep, RestoreStep
+from remediate.plan import FileKey, Fingerprint, Prediction, RestartStep, RestoreStep
 from remediate.state import ClusterState, ReplicaRef, TopicPartition, TopicState
 
 ZK_ID = TopicId(bytes(15) + b"\x02")
@@ -92,6 +93,19 @@ def row(
 
 STEPS = [(0, restart(1)), (1, restart(2)), (2, restart(3))]
 GOES_LAST = "broker 1 is now the active controller: it goes last; broker 2 goes first"
+REPAIRS = [
+    (i, dataclasses.replace(s, files=(f"/data/orders-{i}/partition.metadata",))) for i, s in STEPS
+]
+# Only the last step predicts anything: the order still matters for the whole run.
+PREDICTED = [
+    *STEPS[:2],
+    (2, dataclasses.replace(STEPS[2][1], predicted=Prediction(during=(TopicPartition("o", 0),)))),
+]
+KEEPS_PLACE_OF = (
+    "broker {} is now the active controller but keeps its place in the plan's order: the"
+    " remaining steps repair replicas in the order the plan's availability model chose"
+)
+KEEPS_PLACE = KEEPS_PLACE_OF.format(1)
 
 
 @pytest.mark.parametrize(
@@ -108,6 +122,11 @@ GOES_LAST = "broker 1 is now the active controller: it goes last; broker 2 goes 
         # A key of another step index or a rollback does not count as started.
         (STEPS, ["7:broker-3:stop", "rollback2:broker-3:gate"], 1, 1, GOES_LAST),
         (STEPS, ["0:topic-orders:gate agreement"], 3, 0, None),
+        # Steps that repair, in the order the availability model chose: the controller keeps
+        # its place (after a restore's election, say).
+        (REPAIRS, [], 1, 0, KEEPS_PLACE),
+        (PREDICTED, [], 1, 0, KEEPS_PLACE),
+        (REPAIRS[1:], [], 2, 0, KEEPS_PLACE_OF.format(2)),
     ],
 )
 def test_next_restart(

@@ -21,7 +21,7 @@ from remediate.execute.lock import RunLock
 from remediate.execute.steps import RunAction, StepKey
 from remediate.formats.logdir import encode_partition_metadata
 from remediate.formats.znodes import decode_topic, topic_path
-from remediate.plan import FileKey, Fingerprint, Plan, RestartStep, RestoreStep
+from remediate.plan import FileKey, Fingerprint, Plan, Prediction, RestartStep, RestoreStep
 from remediate.playbook import Action, Timeouts
 from remediate.ports import Transport
 from remediate.state import TopicPartition
@@ -281,6 +281,25 @@ def test_the_controller_moving_mid_run_is_restarted_last(tmp_path: Path) -> None
     assert order["decision"] == (
         "broker 3 is now the active controller: it goes last; broker 1 goes first"
     )
+
+
+def test_the_controller_keeps_its_place_where_the_order_is_the_repairs(tmp_path: Path) -> None:
+    """After a restore's election, say, the new controller is the plan's first restart: the
+    plan's prediction counts on that order, so the controller is not moved last."""
+    w = world(tmp_path, {"payments": Topic("payments", dict(PAYMENTS))}, controller=2)
+    w.kafka.boot()
+    actions = (Action.GATE_RESTART_SAFETY, Action.STOP, Action.START, Action.WAIT_REGISTERED)
+    first = replace(
+        restart(2, actions), predicted=Prediction(during=(TopicPartition("payments", 0),))
+    )
+    plan = plan_of([first, restart(3, actions), restart(1, actions)], playbook="rolling-restart")
+    outcome = w.run(plan)
+    assert outcome.status == "completed", outcome.error
+    stops = [c for c in w.kafka.commands if c.startswith("svc stop")]
+    assert stops == ["svc stop 2", "svc stop 3", "svc stop 1"]
+    (order,) = [r for r in w.records("gate") if r["step"].endswith(":order")]
+    assert order["step"] == "0:broker-2:order"
+    assert "broker 2 is now the active controller but keeps its place" in order["decision"]
 
 
 def test_a_step_started_before_a_crash_is_finished_first(tmp_path: Path) -> None:
