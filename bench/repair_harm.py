@@ -20,7 +20,8 @@ steps, RF 3, min.insync.replicas 2):
    - `manual`: the seed's procedure, as a person runs it from the incident's runbook: for each
      broker, the active controller last, stop it (cluster.yaml's service command), back up and
      delete every partition.metadata of the topic on it, start it, wait until ZooKeeper lists
-     it again and then the playbook's stability window (10 s), as the tool's restart does;
+     it again (a real broker: until its startup is over) and then the playbook's stability
+     window (10 s), as the tool's restart does;
 3. the window: from the procedure's first change (the run's start in the journal; the first
    stop) until every partition of the topic takes writes again, or 120 s after the procedure
    ends. `harm_ps` sums each partition's unavailable seconds in it;
@@ -265,7 +266,8 @@ def by_the_tool(
         run_id = json.loads(applied.stdout)["run_id"]
         settings = yaml.safe_load(config.read_text())
         records = Journal.open(Path(settings["journal_dir"]), run_id).records()
-        start, ended = times(records)[0], times(records)[-1]
+        at = times(records)
+        start, ended = at[0], at[-1]
         end = max(ended, prober.wait_all_writable(ended))
         harm = prober.unavailable(start, end)
     predicted = predicted_seconds(plan, records)
@@ -280,6 +282,11 @@ def by_the_tool(
     }
 
 
+def run_service(command: str, directory: Path) -> None:
+    """A service command of cluster.yaml, as the tool runs it (through /bin/sh)."""
+    subprocess.run(["/bin/sh", "-c", command], check=True, cwd=directory, stdout=sys.stderr)
+
+
 def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, Any]:
     config = load_cluster_config(directory / "cluster.yaml")
     controller = admin.current_controller(zk)
@@ -292,15 +299,8 @@ def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, 
     with Prober(state, zk, partitions) as prober:
         start = time.time()
         for broker in order:
-            commands = config.service
-            assert commands.stop is not None and commands.start is not None
-            subprocess.run(
-                commands.stop.format(broker_id=broker),
-                shell=True,
-                check=True,
-                cwd=directory,
-                stdout=sys.stderr,
-            )
+            entry = config.broker(broker)
+            run_service(config.service_command("stop", entry), directory)
             files = [
                 path
                 for log_dir in state.broker(broker).log_dirs
@@ -311,15 +311,8 @@ def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, 
                     archive.add(path)
             for path in files:
                 path.unlink()
-            subprocess.run(
-                commands.start.format(broker_id=broker),
-                shell=True,
-                check=True,
-                cwd=directory,
-                stdout=sys.stderr,
-            )
-            while not zk.exists(f"/brokers/ids/{broker}"):
-                time.sleep(0.1)
+            run_service(config.service_command("start", entry), directory)
+            cluster.wait_registered(state, [broker], timeout=cluster.REAL_START_TIMEOUT_S)
             time.sleep(MANUAL_SETTLE_S)
         ended = time.time()
         end = max(ended, prober.wait_all_writable(ended))

@@ -16,7 +16,6 @@ for 3.4.1. On 3.4.1 the plan also says why it offers no repair without restarts.
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator
 
 import pytest
@@ -82,13 +81,7 @@ def test_killed_at_a_restore_and_a_restart_boundary_then_resumed_ends_healthy(
         HealthSampler(lab.state) as sampler,
         RetryingProducer(lab.state, TOPIC, partitions) as producer,
     ):
-        run = ops.finish(ops.start_apply((lab.plan_path, lab.plan), failpoints=f"{kills[0]}=kill"))
-        for number, point in enumerate(kills):
-            if number > 0:
-                run = ops.resume(run.run_id, failpoints=f"{point}=kill")
-            assert run.exit_code == -signal.SIGKILL, (point, run.stdout[-2000:], run.stderr[-3000:])
-            assert not run.events("run-completed") and not run.events("run-halted"), point
-            assert ops.status(run.run_id)["status"] == "running", point
+        run = ops.killed_at_each((lab.plan_path, lab.plan), kills)
         resumed = ops.resume(run.run_id)
         assert resumed.exit_code == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert resumed.events("run-completed")

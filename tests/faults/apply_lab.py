@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -333,6 +334,29 @@ class ApplyLab:
             env=_environment(failpoints),
         )
         return self.latest(resumed.returncode, resumed.stdout, resumed.stderr)
+
+    def killed_at_each(
+        self,
+        plan: tuple[Path, dict[str, Any]],
+        points: Sequence[str],
+        *,
+        then: Callable[[int, str, Run], None] | None = None,
+        timeout: float = 240.0,
+    ) -> Run:
+        """Apply `plan` with the operator SIGKILLed at the first failpoint of `points`, then
+        `resume` it killed at each of the others in turn. After every kill the run is neither
+        completed nor halted, `status` says running, and `then(number, point, run)` checks
+        what it must. Returns the last killed run."""
+        run = self.finish(self.start_apply(plan, failpoints=f"{points[0]}=kill"), timeout)
+        for number, point in enumerate(points):
+            if number > 0:
+                run = self.resume(run.run_id, failpoints=f"{point}=kill")
+            assert run.exit_code == -signal.SIGKILL, (point, run.stdout[-2000:], run.stderr[-3000:])
+            assert not run.events("run-completed") and not run.events("run-halted"), point
+            assert self.status(run.run_id)["status"] == "running", point
+            if then is not None:
+                then(number, point, run)
+        return run
 
     def status(self, run_id: str) -> dict[str, Any]:
         shown = run_cli("status", "-c", str(self.config), "--run", run_id, "--json")

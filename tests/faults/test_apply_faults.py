@@ -149,16 +149,15 @@ def test_sigkill_in_the_middle_of_an_action(healthy_lab: ApplyLab) -> None:
     lab = healthy_lab
     _target, plan, planted = armed(lab)
     points = ["backup:done", "delete:done", "wait in-sync:started"]
-    run = lab.finish(lab.start_apply(plan, failpoints=f"{points[0]}=kill"))
-    for number, point in enumerate(points):
-        if number > 0:
-            run = lab.resume(run.run_id, failpoints=f"{point}=kill")
-        assert run.exit_code == -signal.SIGKILL, (point, run.stderr[-2000:])
-        action = action_of_point(point)
+
+    def in_flight(_number: int, point: str, run: Run) -> None:
         last = run.records[-1]
-        assert last["event"] == "step-started" and str(last["step"]).endswith(":" + action)
+        assert last["event"] == "step-started"
+        assert str(last["step"]).endswith(":" + action_of_point(point))
         assert last.get("resumed") is False
         lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+
+    run = lab.killed_at_each(plan, points, then=in_flight)
 
     resumed = assert_resumed_to_the_end(lab, run)
     again = {
@@ -301,15 +300,13 @@ def test_sigkill_in_the_middle_of_a_restore(healthy_lab: ApplyLab) -> None:
     plan, held = plant_agreed_mismatch(lab)
     pids = {b: cluster.broker_pid(lab.directory, b) for b in (1, 2, 3)}
     points = ["zk-write topic-id:done", "zk-write controller-election:done"]
-    run = lab.finish(lab.start_apply(plan, failpoints=f"{points[0]}=kill"))
-    for number, point in enumerate(points):
-        if number > 0:
-            run = lab.resume(run.run_id, failpoints=f"{point}=kill")
-        assert run.exit_code == -signal.SIGKILL, (point, run.stdout[-1000:], run.stderr[-2000:])
+
+    def in_flight(_number: int, point: str, run: Run) -> None:
         last = [r for r in run.records if str(r["event"]).startswith("step-")][-1]
-        assert last["event"] == "step-started" and str(last["step"]).endswith(
-            ":" + action_of_point(point)
-        )
+        assert last["event"] == "step-started"
+        assert str(last["step"]).endswith(":" + action_of_point(point))
+
+    run = lab.killed_at_each(plan, points, then=in_flight)
     epoch = lab.controller_epoch()
     resumed = assert_resumed_to_the_end(lab, run)
     results = {

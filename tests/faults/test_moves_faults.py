@@ -10,7 +10,6 @@ operator process per kill, each resume waiting for the killed operator's ZooKeep
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator
 
 import pytest
@@ -95,13 +94,7 @@ def test_sigkill_at_every_action_of_the_repairs_without_restarts(reproduced: Rep
     ops = ApplyLab(lab.directory, lab.state, lab.zk, playbook=lab.directory / "unused.yaml")
     pids = {b.broker_id: cluster.broker_pid(lab.directory, b.broker_id) for b in lab.state.brokers}
 
-    run = ops.finish(ops.start_apply((lab.plan_path, lab.plan), failpoints=f"{kills[0]}=kill"))
-    for number, point in enumerate(kills):
-        if number > 0:
-            run = ops.resume(run.run_id, failpoints=f"{point}=kill")
-        assert run.exit_code == -signal.SIGKILL, (point, run.stdout[-2000:], run.stderr[-3000:])
-        assert not run.events("run-completed") and not run.events("run-halted"), point
-        assert ops.status(run.run_id)["status"] == "running", point
+    run = ops.killed_at_each((lab.plan_path, lab.plan), kills)
 
     resumed = ops.resume(run.run_id)
     assert resumed.exit_code == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]

@@ -10,7 +10,6 @@ the lock. About 2 to 3 minutes.
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Iterator
 
 import pytest
@@ -77,17 +76,13 @@ def test_sigkill_at_every_step_boundary_of_the_28_repair(reproduced: Reproduced)
     planted = ops.snapshot_files(lab.plan)
     boundary = [f"{s['actions'][-1]}:finished" for s in steps]
 
-    run = ops.finish(ops.start_apply(plan, failpoints=f"{boundary[0]}=kill"), timeout=600)
-    for number in range(len(steps)):
-        if number > 0:
-            run = ops.resume(run.run_id, failpoints=f"{boundary[number]}=kill")
+    def after_step(number: int, _point: str, run: Run) -> None:
         where = f"after step {number + 1} (broker {steps[number]['broker']})"
-        assert run.exit_code == -signal.SIGKILL, (where, run.stdout[-2000:], run.stderr[-3000:])
         done = steps_done(run)
         assert done == {i: list(steps[i]["actions"]) for i in range(number + 1)}, (where, done)
-        assert not run.events("run-completed") and not run.events("run-halted"), where
-        assert ops.status(run.run_id)["status"] == "running", where
         ops.assert_nothing_deleted_without_backup(lab.plan, run.run_id, planted)
+
+    run = ops.killed_at_each(plan, boundary, then=after_step, timeout=600)
 
     resumed = ops.resume(run.run_id)
     assert resumed.exit_code == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
