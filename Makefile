@@ -10,16 +10,18 @@ DEMO_DIR ?= .sandbox/demo
 # busybox, gawk and original-awk let the tests run the broker inventory under several awks.
 # chromium and chromium-driver render the run report in a headless browser in its test.
 # docker-compose (Debian's, no engine needed) validates docker-compose.yml; shellcheck, lab/.
+# sudo: the tests of `sudo: true` log in as an unprivileged account whose rule sudo reads.
 APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk chromium chromium-driver \
-	docker-compose shellcheck
+	docker-compose shellcheck sudo
 
-.PHONY: help setup system venv spark-archive kafka-jars lint typecheck unit test fault-table demo bench clean
+.PHONY: help setup system venv spark-archive kafka-jars lint typecheck unit test fault-table demo bench dist clean
 
 help:
 	@echo "make setup   install system packages, .venv, Spark's class-data archive and real Kafka's jars (idempotent)"
 	@echo "make demo    start the sandbox, reproduce the incident, scan, plan, fix, check"
 	@echo "make test    setup, ruff, mypy (strict) and the whole test suite"
 	@echo "make bench   run the benchmarks in bench/"
+	@echo "make dist    build the wheel and the source archive into dist/ (pip install 'dist/remediate-*.whl[spark]')"
 	@echo "make fault-table  run the fault tests and write their table into docs/faults.md"
 
 setup: system venv spark-archive kafka-jars
@@ -94,7 +96,7 @@ demo: setup
 	$(BIN)/remediate sandbox reproduce --dir $(DEMO_DIR)
 	@$(BIN)/remediate scan -c $(DEMO_DIR)/cluster.yaml 2>/dev/null; echo "scan exit code: $$? (2 = CRITICAL)"
 	@$(BIN)/remediate plan -c $(DEMO_DIR)/cluster.yaml --format markdown -o $(DEMO_DIR)/plan.json 2>/dev/null; \
-	  echo "plan exit code: $$? (0 = ready, 4 = refused)"
+	  echo "plan exit code: $$? (0 = ready, 4 = refused, 6 = needs acceptance)"
 	@$(BIN)/remediate fix -c $(DEMO_DIR)/cluster.yaml --yes 2>&1 | grep -v -e WARNING -e 'log level' -e setLogLevel; \
 	  echo "fix exit code: $${PIPESTATUS[0]} (0 = healed)"
 	@$(BIN)/remediate check -c $(DEMO_DIR)/cluster.yaml 2>/dev/null; echo "check exit code: $$? (0 = OK)"
@@ -105,6 +107,13 @@ demo: setup
 bench: setup
 	@for script in bench/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
+# The wheel an operator installs (README.md, "Install"), and the source archive it is built
+# from; `build` (a dev extra) builds both, each in a fresh environment.
+dist: venv
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	@ls dist
+
 clean:
 	-@for dir in .sandbox/*/; do [ -f "$$dir/sandbox.json" ] && $(BIN)/remediate sandbox down --dir "$$dir"; done
-	rm -rf .sandbox .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .sandbox .pytest_cache .mypy_cache .ruff_cache dist build

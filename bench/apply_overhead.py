@@ -169,7 +169,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 str(plan_path),
                 "--json",
             )
-            if planned.returncode != 0:
+            if planned.returncode not in (0, 6):  # 6: ready, once approved
                 raise SystemExit(f"plan failed: {planned.stderr[-2000:]}")
             digest = json.loads(plan_path.read_text())["digest"]
             watcher = Watcher(zk, order)

@@ -245,7 +245,8 @@ def by_the_tool(
     planned = cli(
         "plan", "-c", str(config), "-o", str(plan_path), "--json", "--candidate", candidate
     )
-    if planned.returncode != 0:
+    # 6: the plan makes working partitions unavailable; `apply --approve` accepts that.
+    if planned.returncode not in (0, 6):
         return {"error": f"plan exited {planned.returncode}: {planned.stderr.strip()[-300:]}"}
     plan = json.loads(plan_path.read_text())
     (chosen,) = [c["name"] for c in plan["candidates"] if c["chosen"]] or [candidate]

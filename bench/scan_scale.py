@@ -114,6 +114,7 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
+from remediate.ports import CommandKind
 from remediate.sandbox import process, zkserver
 from remediate.zookeeper import connect
 
@@ -748,7 +749,7 @@ def breakdown_collect(config: ClusterConfig, directory: Path) -> dict[str, Any]:
     def one(broker: Any) -> dict[str, Any]:
         transport = transport_for(config, broker)
         command = inventory_command(read_log_dirs(config, broker, transport))
-        output = transport.run(command, timeout=600).stdout
+        output = transport.run(command, timeout=600, kind=CommandKind.INVENTORY).stdout
         t0 = time.thread_time()
         dirs, replicas, _tail = inventory_rows(output, source=f"broker {broker.id}")
         t1 = time.thread_time()
@@ -779,7 +780,7 @@ def breakdown_collect(config: ClusterConfig, directory: Path) -> dict[str, Any]:
     dirs = read_log_dirs(config, broker, transport)
     command = inventory_command(dirs)
     with CpuMeter() as run_meter:
-        output = transport.run(command, timeout=600).stdout
+        output = transport.run(command, timeout=600, kind=CommandKind.INVENTORY).stdout
     with CpuMeter() as shell_meter:
         shell = subprocess.run(["/bin/sh", "-c", command], capture_output=True, check=True)
     find = (

@@ -40,6 +40,10 @@ class ZnodeMissingError(ZooKeeperError):
     """The znode asked for does not exist."""
 
 
+class ZnodeExistsError(ZooKeeperError):
+    """The znode to create exists already."""
+
+
 class VersionConflictError(ZooKeeperError):
     """A conditional write lost: the znode changed since the version it was made against."""
 
@@ -52,8 +56,28 @@ class HostKeyError(TransportError):
     """The broker host's SSH key is unknown or has changed: never connect anyway."""
 
 
+class SudoError(TransportError):
+    """sudo on a broker host would not run a command without a password or a terminal: the
+    host's sudoers lacks the rule the tool needs. Never retried, never read as the command's
+    own answer (a status command's non-zero exit would otherwise read as "stopped")."""
+
+
+class CommandTimeoutError(TransportError):
+    """A command on a broker host did not finish within its timeout (`timeout_s`); whether
+    it took effect is unknown."""
+
+    def __init__(self, message: str, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(message)
+
+
 class ScanError(RemediationError):
     """A snapshot could not be read or classified."""
+
+
+class SparkNotInstalledError(ScanError):
+    """A command that classifies on Spark, where PySpark is not installed (the core install
+    leaves it out: it is the `spark` extra)."""
 
 
 class ExecuteError(RemediationError):
@@ -78,6 +102,14 @@ class LockHeldError(RefusedError):
 
 class HaltedError(ExecuteError):
     """A run stopped part-way (a gate timed out, a step failed); the journal says where."""
+
+
+class StopRequestedError(HaltedError):
+    """A signal (SIGINT, SIGTERM) asked the run to stop: it halts between two actions."""
+
+    def __init__(self, signal_name: str, where: str) -> None:
+        self.signal = signal_name
+        super().__init__(f"stopped by {signal_name} {where}; `remediate resume` carries on")
 
 
 class LockLostError(HaltedError):

@@ -28,6 +28,16 @@ MOVE_THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 @dataclass(frozen=True)
+class DescribedSetting:
+    """One broker setting as DescribeConfigs gives it: its value and Kafka's source name
+    (STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG...), or the error."""
+
+    value: str | None
+    source: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ReplicaPlace:
     """Where a replica's log is on its broker, and the move under way, if any."""
 
@@ -82,6 +92,10 @@ class KafkaAdmin(Protocol):
 
     def broker_setting(self, broker: int, name: str) -> str | None:
         """The dynamic setting `name` set for `broker` alone (DescribeConfigs), or None."""
+
+    def effective_setting(self, broker: int, name: str) -> DescribedSetting:
+        """The value `broker` runs with for its setting `name`, whatever set it
+        (DescribeConfigs), with Kafka's name for where it came from; or why it is not known."""
 
     def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
         """Set `broker`'s own dynamic setting `name`, or with None remove it
@@ -215,6 +229,24 @@ class KafkaPythonAdmin:
             return None
         value = entry.get("value")
         return None if value is None else str(value)
+
+    def effective_setting(self, broker: int, name: str) -> DescribedSetting:
+        from kafka.admin import ConfigResource, ConfigResourceType  # noqa: PLC0415
+
+        answer = self._client.describe_configs(
+            [ConfigResource(ConfigResourceType.BROKER, str(broker), {name: None})],
+            config_filter="all",
+        )
+        # kafka-python drops a resource's error (no DESCRIBE_CONFIGS permission, say) and
+        # answers with no settings: a setting every broker has that is missing is that error.
+        entry = answer.get("broker", {}).get(str(broker), {}).get(name)
+        if not entry or entry.get("value") is None:
+            return DescribedSetting(
+                None,
+                error=f"broker {broker} did not describe {name} (DescribeConfigs answered"
+                " without it: most often no DESCRIBE_CONFIGS permission on the cluster)",
+            )
+        return DescribedSetting(str(entry["value"]), str(entry.get("config_source") or ""))
 
     def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
         from kafka.admin import ConfigResource, ConfigResourceType  # noqa: PLC0415

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from remediate.config import ClusterConfig, ClusterTimeouts
+from remediate.config.fields import MAX_IN_SYNC_S, MAX_SERVICE_COMMAND_S, MAX_START_S, MAX_STOP_S
 from remediate.errors import ConfigError
 from remediate.formats.logdir import INTERNAL_TOPICS, LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA
 from remediate.scan.kinds import FindingKind
@@ -112,16 +114,36 @@ def _step(value: object) -> object:
 
 
 class Timeouts(BaseModel):
-    """The gate parameters of a playbook (its YAML key and the plan's JSON key: `gates`)."""
+    """The gate parameters of a playbook (its YAML key and the plan's JSON key: `gates`).
+
+    cluster.yaml's `timeouts` section overrides the four timeouts (`with_cluster`); the plan
+    records the values in effect, and a run uses what its plan recorded."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     stability_window_s: Annotated[float, Field(ge=0, le=3600)] = 10.0
-    stop_timeout_s: Annotated[float, Field(gt=0, le=7200)] = 120.0
-    start_timeout_s: Annotated[float, Field(gt=0, le=7200)] = 180.0
-    in_sync_timeout_s: Annotated[float, Field(gt=0, le=86400)] = 300.0
+    stop_timeout_s: Annotated[float, Field(gt=0, le=MAX_STOP_S)] = 120.0
+    # How long a started broker may take to register; extended while its own log shows its
+    # logs loading (remediate/execute/startwait.py).
+    start_timeout_s: Annotated[float, Field(gt=0, le=MAX_START_S)] = 180.0
+    in_sync_timeout_s: Annotated[float, Field(gt=0, le=MAX_IN_SYNC_S)] = 300.0
     max_brokers_per_run: Annotated[int, Field(ge=0)] = 0
     expected_restart_s: Annotated[float, Field(ge=0, le=86400)] = 60.0
+    # How long each service command (stop, start, status) may run on a broker's host.
+    service_command_timeout_s: Annotated[float, Field(gt=0, le=MAX_SERVICE_COMMAND_S)] = 300.0
+
+    def with_cluster(self, cluster: ClusterTimeouts | None) -> Timeouts:
+        """These gates with the timeouts cluster.yaml sets in their place."""
+        if cluster is None:
+            return self
+        given = {
+            "stop_timeout_s": cluster.stop_s,
+            "start_timeout_s": cluster.start_s,
+            "in_sync_timeout_s": cluster.in_sync_s,
+            "service_command_timeout_s": cluster.service_command_s,
+        }
+        updates = {name: value for name, value in given.items() if value is not None}
+        return Timeouts.model_validate({**self.model_dump(), **updates}) if updates else self
 
 
 class Playbook(BaseModel):
@@ -137,6 +159,11 @@ class Playbook(BaseModel):
     exclude_topics: tuple[str, ...] = tuple(sorted(INTERNAL_TOPICS))
     steps: tuple[Annotated[Step, BeforeValidator(_step)], ...] = Field(min_length=1)
     gates: Timeouts = Timeouts()
+
+    def with_cluster(self, cluster: ClusterTimeouts | None) -> Playbook:
+        """This playbook with the timeouts cluster.yaml sets (its `timeouts` section)."""
+        gates = self.gates.with_cluster(cluster)
+        return self if gates is self.gates else self.model_copy(update={"gates": gates})
 
     @model_validator(mode="after")
     def _coherent(self) -> Playbook:
@@ -246,3 +273,8 @@ def load_playbook(name_or_path: str) -> Playbook:
             f"{path}: name: expected {path.stem!r} (the file's name), got {playbook.name!r}"
         )
     return playbook
+
+
+def cluster_playbook(config: ClusterConfig, name_or_path: str) -> Playbook:
+    """A playbook as it runs on `config`'s cluster: its timeouts where cluster.yaml sets them."""
+    return load_playbook(name_or_path).with_cluster(config.timeouts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Final, Protocol
 
 
@@ -25,6 +26,30 @@ class CommandResult:
         return self.exit_code == 0
 
 
+class CommandKind(StrEnum):
+    """What a command run on a broker host is for: messages name it (a timeout, a refusal)."""
+
+    INVENTORY = "inventory"
+    SERVER_PROPERTIES = "read of server.properties"
+    SERVER_LOG = "read of server.log"
+    FREE_SPACE = "free-space check"
+    STOP = "stop command"
+    START = "start command"
+    STATUS = "status command"
+    BACKUP = "backup"
+    BACKUP_READ_BACK = "backup read-back"
+    DELETE = "deletion"
+    RESTORE = "restore"
+
+
+# cluster.yaml's service commands (config.ServiceKind) as commands on a broker.
+SERVICE_COMMANDS: Final = {
+    "stop": CommandKind.STOP,
+    "start": CommandKind.START,
+    "status": CommandKind.STATUS,
+}
+
+
 class Transport(Protocol):
     """Runs shell commands on one broker's host (ssh or local)."""
 
@@ -33,8 +58,9 @@ class Transport(Protocol):
         """Where commands run, for messages (never contains secrets)."""
         ...
 
-    def run(self, command: str, *, timeout: float) -> CommandResult:
-        """Run `command` through the host's shell; raise TransportError if it could not run."""
+    def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
+        """Run `command` (a `kind` of command) through the host's shell; raise TransportError
+        if it could not run."""
         ...
 
     def close(self) -> None: ...
@@ -140,3 +166,18 @@ class ZooKeeper(Protocol):
     def remove_listener(self, listener: Listener) -> None: ...
 
     def lock(self, path: str, identifier: str = "") -> ZooKeeperLock: ...
+
+
+class ZooKeeperStore(ZooKeeper, Protocol):
+    """A session that also creates znodes and deletes subtrees: what keeps the journal's copy
+    in ZooKeeper (remediate/execute/journal_mirror.py)."""
+
+    def create(self, path: str, data: bytes, *, makepath: bool = False) -> None:
+        """Create `path` holding `data` (its parents too with `makepath`); ZnodeExistsError
+        if it exists. Retried on a dropped connection: a create that took effect before the
+        answer was lost shows as ZnodeExistsError, which its caller checks."""
+        ...
+
+    def delete_tree(self, path: str) -> None:
+        """Delete `path` and everything under it; nothing if it is not there."""
+        ...

@@ -1,9 +1,17 @@
-"""Transports: run a shell command on a broker's host, locally (invoke) or over ssh (fabric).
+"""Transports: run a shell command on a broker's host, locally (invoke) or over ssh (fabric),
+and, where cluster.yaml says `sudo: true`, every one of them through `sudo -n` (SudoTransport).
 
 SSH host keys are always verified against the configured known_hosts file: fabric's default
 policy (accept and remember any key) is replaced by paramiko's RejectPolicy, system and user
 ssh configs are not consulted, and an unknown or changed key is a HostKeyError, never a
 connection.
+
+Under sudo, each command is one quoted word given to `sudo -n -- /bin/sh -c`, so a compound
+command (`cd /opt/kafka && bin/kafka-server-stop.sh`) runs whole as root, and the sudoers rule
+an operator writes names one program. The root shell first prints a mark on stderr: a command
+that fails without it never ran, sudo refused it (a password or a terminal it would need), and
+that is a SudoError naming the broker, the command and the rule to add, never the command's
+own answer.
 """
 
 from __future__ import annotations
@@ -20,8 +28,8 @@ from invoke.context import Context
 from invoke.exceptions import CommandTimedOut, UnexpectedExit
 from invoke.runners import Local
 
-from remediate.errors import HostKeyError, TransportError
-from remediate.ports import CommandResult
+from remediate.errors import CommandTimeoutError, HostKeyError, SudoError, TransportError
+from remediate.ports import CommandKind, CommandResult, Transport
 
 SHELL = "/bin/sh"
 # invoke reads command output 1000 bytes at a time; an inventory is megabytes.
@@ -30,12 +38,46 @@ READ_CHUNK = 64 * 1024
 NO_EXIT_STATUS = -1
 
 
+def timed_out(where: str, kind: CommandKind, timeout: float) -> CommandTimeoutError:
+    """The error of a command that ran out of time: where, what and how long."""
+    return CommandTimeoutError(
+        f"{where}: the {kind} did not finish within {timeout:g}s (timed out; whether it took"
+        " effect is unknown)",
+        timeout,
+    )
+
+
+# invoke's runners tell a timed-out command by its timer thread being over
+# (`Runner.timed_out`), but that thread is the one that kills the command: the command's end
+# can be seen while it is still alive, and a timed-out command then reads as finished (over
+# SSH, with no exit status: "connection lost"). The runners below remember the kill instead;
+# only the timer calls `kill`.
+
+
 class _Local(Local):
     read_chunk_size = READ_CHUNK
+    _killed = False
+
+    def kill(self) -> None:
+        self._killed = True
+        super().kill()
+
+    @property
+    def timed_out(self) -> bool:
+        return self._killed or super().timed_out
 
 
 class _Remote(Remote):  # type: ignore[misc]  # fabric ships no type hints
     read_chunk_size = READ_CHUNK
+    _killed = False
+
+    def kill(self) -> None:
+        self._killed = True
+        super().kill()
+
+    @property
+    def timed_out(self) -> bool:
+        return self._killed or bool(super().timed_out)
 
 
 class LocalTransport:
@@ -53,7 +95,7 @@ class LocalTransport:
     def description(self) -> str:
         return self._description
 
-    def run(self, command: str, *, timeout: float) -> CommandResult:
+    def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
         if self._cwd is not None:
             command = f"cd -- {shlex.quote(str(self._cwd))} && {command}"
         try:
@@ -61,11 +103,9 @@ class LocalTransport:
                 command, hide=True, warn=True, in_stream=False, timeout=timeout
             )
         except CommandTimedOut as exc:
-            raise TransportError(
-                f"{self._description}: command timed out after {timeout:.0f}s"
-            ) from exc
+            raise timed_out(self._description, kind, timeout) from exc
         except (UnexpectedExit, OSError) as exc:
-            raise TransportError(f"{self._description}: could not run the command: {exc}") from exc
+            raise TransportError(f"{self._description}: could not run the {kind}: {exc}") from exc
         if result is None:  # pragma: no cover - only for disowned or asynchronous runs
             raise TransportError(f"{self._description}: the command returned no result")
         return CommandResult(int(result.exited), str(result.stdout), str(result.stderr))
@@ -145,15 +185,13 @@ class SshTransport:
         self._connection = connection
         return connection
 
-    def run(self, command: str, *, timeout: float) -> CommandResult:
+    def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
         connection = self._connect()
         try:
             result = connection.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)
         except CommandTimedOut as exc:
             self.close()
-            raise TransportError(
-                f"{self.description}: command timed out after {timeout:.0f}s"
-            ) from exc
+            raise timed_out(self.description, kind, timeout) from exc
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self.close()
             raise TransportError(f"{self.description}: connection lost: {exc}") from exc
@@ -162,7 +200,7 @@ class SshTransport:
             # died under a running command, whose effect is unknown (not a failed command).
             self.close()
             raise TransportError(
-                f"{self.description}: connection lost while the command ran (no exit status)"
+                f"{self.description}: connection lost while the {kind} ran (no exit status)"
             )
         return CommandResult(int(result.exited), str(result.stdout), str(result.stderr))
 
@@ -170,3 +208,104 @@ class SshTransport:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+# -- sudo --------------------------------------------------------------------------------------
+
+# The program every command runs as under sudo: the one the sudoers rule names.
+SUDO_SHELL = "/bin/sh"
+# The root shell's first line on stderr: without it, a failed command never ran.
+SUDO_MARK = "remediate-sudo-ran"
+# Where the sudoers rule is explained.
+SUDO_DOCS = 'docs/configuration.md, "sudo"'
+
+
+def sudo_command(command: str) -> str:
+    """`command`, whole, run as root by /bin/sh through `sudo -n` (which never prompts)."""
+    script = f"echo {SUDO_MARK} >&2\n{command}"
+    return f"sudo -n -- {SUDO_SHELL} -c {shlex.quote(script)}"
+
+
+def sudo_refusal(result: CommandResult) -> str | None:
+    """Why sudo did not run the command, in its own words (None: it ran it): its own lines of
+    stderr (`sudo: ...`, whatever the language) when there are any, else all of it."""
+    if result.ok or _mark_at(result.stderr) is not None:
+        return None
+    lines = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith("sudo:")] or lines
+    return " / ".join(said)[-300:] or f"exit status {result.exit_code} and no message"
+
+
+def without_sudo_mark(result: CommandResult) -> CommandResult:
+    """The command's own result: its stderr without the root shell's mark."""
+    at = _mark_at(result.stderr)
+    if at is None:
+        return result
+    lines = result.stderr.splitlines(keepends=True)
+    return CommandResult(result.exit_code, result.stdout, "".join(lines[:at] + lines[at + 1 :]))
+
+
+def _mark_at(stderr: str) -> int | None:
+    for index, line in enumerate(stderr.splitlines()):
+        if line == SUDO_MARK:
+            return index
+    return None
+
+
+def sudo_rule(user: str) -> str:
+    """The sudoers line that lets `user` run every command the tool runs on a broker."""
+    return f"{user} ALL=(root) NOPASSWD: {SUDO_SHELL}"
+
+
+def sudo_refused(
+    *, broker: int, where: str, kind: CommandKind, user: str, refusal: str, exit_code: int
+) -> str:
+    """The message for a command sudo would not run: which broker, which command, what sudo
+    said and what to change on that host."""
+    if exit_code == 127 and "not found" in refusal:
+        fix = f"install sudo there (or put it on the PATH of {user}'s login shell)"
+    elif "tty" in refusal:
+        fix = (
+            f"its sudoers requires a terminal (requiretty): add `Defaults:{user} !requiretty`"
+            " beside the rule"
+        )
+    else:
+        fix = (
+            f"`sudo -n` never prompts: add `{sudo_rule(user)}` to that host's sudoers"
+            " (visudo -f /etc/sudoers.d/remediate)"
+        )
+    what = f"broker {broker} ({where}): sudo did not run the {kind} ({refusal})"
+    return f"{what}; {fix}; see {SUDO_DOCS}"
+
+
+class SudoTransport:
+    """Every command on one broker host as root, through `sudo -n` over `inner` (ssh or
+    local); `user` is who logs in there, for the sudoers rule a refusal asks for."""
+
+    def __init__(self, inner: Transport, *, broker: int, user: str) -> None:
+        self._inner = inner
+        self._broker = broker
+        self._user = user
+
+    @property
+    def description(self) -> str:
+        return f"{self._inner.description} (sudo)"
+
+    def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
+        result = self._inner.run(sudo_command(command), timeout=timeout, kind=kind)
+        refusal = sudo_refusal(result)
+        if refusal is not None:
+            raise SudoError(
+                sudo_refused(
+                    broker=self._broker,
+                    where=self._inner.description,
+                    kind=kind,
+                    user=self._user,
+                    refusal=refusal,
+                    exit_code=result.exit_code,
+                )
+            )
+        return without_sudo_mark(result)
+
+    def close(self) -> None:
+        self._inner.close()

@@ -14,25 +14,30 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from remediate.collect.collector import Progress, transports
+from remediate.collect.collector import Progress, transports, zk_settings
 from remediate.collect.disks import read_disks
+from remediate.collect.min_isr import resolve_brokers_min_isr
 from remediate.config import ClusterConfig
 from remediate.errors import ConfigError, PlanChoiceError
 from remediate.execute.journal import RunStatus
 from remediate.execute.locked import apply_plan, record_check
-from remediate.exit_codes import EXIT_HALTED, EXIT_REFUSED
+from remediate.exit_codes import EXIT_HALTED, EXIT_NEEDS_ACCEPTANCE, EXIT_REFUSED
 from remediate.kafka_admin import KafkaAdmin, KafkaPythonAdmin, Security, bootstrap_servers
+from remediate.minisr import MinIsrSource, PlannedMinIsr
 from remediate.plan import Plan, PlanOptions, make_plan
-from remediate.plan.model import by_name
-from remediate.playbook import Playbook, load_playbook
+from remediate.plan.model import by_name, with_digest
+from remediate.plan.render import min_isr_of
+from remediate.playbook import Playbook, cluster_playbook
 from remediate.scan.kinds import MISMATCH_KINDS
 from remediate.scan.pipeline import ClusterScan, collect_and_scan
 from remediate.state import ClusterState, MoveFacts, TopicPartition
+from remediate.zookeeper import session
 
 REPAIR_PLAYBOOK = "topicid-mismatch"
 RESTORE_PLAYBOOK = "restore-zk-topic-id"
@@ -53,13 +58,14 @@ def build_plan(
     """The plan for `config`'s cluster as it is now, by the named playbook.
 
     Raises PlanChoiceError when the operator's candidate is not possible on this state."""
-    playbook = load_playbook(playbook_name)
+    playbook = cluster_playbook(config, playbook_name)
     # The repair plans a restore, with no restart, wherever the replicas allow one.
     repairs = bool(MISMATCH_KINDS & set(playbook.applies_to))
-    restore = load_playbook(RESTORE_PLAYBOOK) if repairs else None
+    restore = cluster_playbook(config, RESTORE_PLAYBOOK) if repairs else None
     scanned = collect_and_scan(config, master=spark_master, include_ok=True, progress=progress)
+    min_isr, min_isr_problems = brokers_min_isr(config, scanned.state)
     # The repair without restarts is weighed where Kafka's admin API can be reached.
-    moves = load_playbook(MOVE_PLAYBOOK) if repairs else None
+    moves = cluster_playbook(config, MOVE_PLAYBOOK) if repairs else None
     disks = move_facts(config, scanned) if moves is not None else None
     try:
         return _plan(
@@ -73,6 +79,8 @@ def build_plan(
             include_topics,
             moves,
             disks,
+            min_isr,
+            min_isr_problems,
         )
     except ValueError as exc:
         raise PlanChoiceError(str(exc)) from None
@@ -89,8 +97,13 @@ def _plan(
     include_topics: tuple[str, ...],
     moves: Playbook | None = None,
     disks: MoveFacts | None = None,
+    min_isr: PlannedMinIsr | None = None,
+    min_isr_problems: tuple[str, ...] = (),
 ) -> Plan:
-    return make_plan(
+    resolved = min_isr or PlannedMinIsr(
+        config.min_insync_replicas_default, MinIsrSource.CLUSTER_YAML, "not resolved"
+    )
+    plan = make_plan(
         cluster=config.cluster,
         state=scanned.state,
         findings=scanned.report.findings,
@@ -98,7 +111,8 @@ def _plan(
         options=PlanOptions(
             allow_unsafe=allow_unsafe,
             include_topics=frozenset(include_topics),
-            min_isr_default=config.min_insync_replicas_default,
+            min_isr_default=resolved.value,
+            min_isr=resolved,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             candidate=candidate,
             restore_only=restore_only,
@@ -111,6 +125,20 @@ def _plan(
         moves=moves,
         disks=disks,
     )
+    if not min_isr_problems:
+        return plan
+    # Which brokers' settings could not be read, and so counted with cluster.yaml's value.
+    return with_digest(replace(plan, notes=(*plan.notes, *min_isr_problems)))
+
+
+def brokers_min_isr(
+    config: ClusterConfig, state: ClusterState
+) -> tuple[PlannedMinIsr, tuple[str, ...]]:
+    """min.insync.replicas for a topic without an override, as the brokers resolve it, and
+    the brokers it could not be read from (remediate/collect/min_isr.py)."""
+    opener = (lambda: kafka_admin(config, state)) if config.kafka is not None else None
+    with session(zk_settings(config)) as zk:
+        return resolve_brokers_min_isr(config, zk, transport_for=transports(config), admin=opener)
 
 
 def kafka_admin(config: ClusterConfig, state: ClusterState) -> KafkaAdmin:
@@ -185,7 +213,6 @@ def move_facts(config: ClusterConfig, scanned: ClusterScan) -> MoveFacts | None:
             {b: factory(b) for b in brokers},
             brokers,
             {tp for tp, _ in replicas},
-            sudo={b: config.use_sudo(b) for b in brokers},
         )
     finally:
         admin.close()
@@ -198,11 +225,24 @@ def write_plan(plan: Plan, path: Path) -> None:
     os.replace(tmp, path)
 
 
+class FixOutcome(StrEnum):
+    """How `fix` ended, in its `--json` as `outcome`."""
+
+    REFUSED = "refused"  # the plan is refused: escalate
+    NOT_REVIEWED = "not-reviewed"  # --approve names another plan than the one made now
+    NEEDS_ACCEPTANCE = "needs-acceptance"  # the plan makes working partitions unavailable
+    DRY_RUN = "dry-run"  # without --yes: the plan, nothing changed
+    NOTHING_TO_DO = "nothing-to-do"
+    APPLIED = "applied"  # the run completed; the check after it gives the exit code
+    HALTED = "halted"
+
+
 @dataclass
 class FixResult:
-    """What `fix` did: its JSON document (plan, applied, run, check, report), exit code and
-    the one-line message a person reads."""
+    """What `fix` did: how it ended, its JSON document (plan, applied, run, check, report),
+    exit code and the one-line message a person reads."""
 
+    outcome: FixOutcome
     code: int
     message: str
     document: dict[str, Any] = field(default_factory=dict)
@@ -214,6 +254,7 @@ def fix(
     *,
     apply: bool,
     accept_unavailable: bool,
+    approved_digest: str | None = None,
     approved_by: str,
     spark_master: str | None,
     log_json: bool,
@@ -221,15 +262,24 @@ def fix(
     write_report: Callable[[str], str | None],
 ) -> FixResult:
     """Carry out `plan` (made by build_plan on this cluster just now) the way `fix --yes` does,
-    or stop before anything changes and say why. `write_report(run_id)` renders the run's
-    report and returns its path."""
+    or stop before anything changes and say why. `approved_digest`: the digest of the plan
+    someone reviewed (a dry run printed it); `plan` is carried out only if it is that very
+    plan, and approving it accepts what it makes unavailable. `write_report(run_id)` renders
+    the run's report and returns its path."""
     document: dict[str, Any] = {"plan": plan.to_json(), "applied": False, "report": None}
+
+    def result(outcome: FixOutcome, code: int, message: str) -> FixResult:
+        return FixResult(outcome, code, message, {**document, "outcome": outcome})
+
     if plan.refused:
-        return FixResult(EXIT_REFUSED, "the plan is refused; nothing was changed", document)
-    if plan.needs_acceptance and not accept_unavailable:
-        return FixResult(EXIT_REFUSED, unaccepted(plan), document)
+        return result(FixOutcome.REFUSED, EXIT_REFUSED, refused(plan))
+    if approved_digest is not None and approved_digest.strip().lower() != plan.digest:
+        return result(FixOutcome.NOT_REVIEWED, EXIT_REFUSED, not_reviewed(plan, approved_digest))
+    approved = approved_digest is not None
+    if plan.needs_acceptance and not (accept_unavailable or approved):
+        return result(FixOutcome.NEEDS_ACCEPTANCE, EXIT_NEEDS_ACCEPTANCE, unaccepted(plan))
     if not apply:
-        return FixResult(0, "dry run: nothing was changed; add --yes to apply", document)
+        return result(FixOutcome.DRY_RUN, 0, dry_run(plan))
     run_id: str | None = None
     if not plan.steps:
         message = "nothing to repair"
@@ -246,7 +296,7 @@ def fix(
         document.update(applied=True, run=outcome.to_json())
         if outcome.status != RunStatus.COMPLETED:
             document["report"] = write_report(run_id)
-            return FixResult(EXIT_HALTED, f"halted: {outcome.error}", document)
+            return result(FixOutcome.HALTED, EXIT_HALTED, f"halted: {outcome.error}")
         message = f"run {outcome.run_id} completed"
     report = collect_and_scan(config, master=spark_master).report
     document["check"] = {"status": report.status, "summary": report.summary_line()}
@@ -254,7 +304,34 @@ def fix(
         # The findings after the run belong in its record (and its report) too.
         record_check(config, run_id, report, now=time.time())
         document["report"] = write_report(run_id)
-    return FixResult(report.exit_code, f"{message}; check: {report.summary_line()}", document)
+    done = FixOutcome.APPLIED if run_id is not None else FixOutcome.NOTHING_TO_DO
+    return result(done, report.exit_code, f"{message}; check: {report.summary_line()}")
+
+
+def apply_hint(plan: Plan) -> str:
+    """How to carry out exactly this plan once it is reviewed."""
+    return f"to apply exactly this plan: `fix --yes --approve {plan.digest}`"
+
+
+def refused(plan: Plan) -> str:
+    return (
+        "the plan is refused ("
+        + "; ".join(plan.refusals)
+        + "); nothing was changed. Escalate: the tool will not carry this out as it stands"
+    )
+
+
+def not_reviewed(plan: Plan, approved_digest: str) -> str:
+    return (
+        f"the plan made now (digest {plan.digest}) is not the plan reviewed (--approve"
+        f" {approved_digest.strip()}): the cluster, cluster.yaml or the options changed since"
+        " that dry run; nothing was changed. Run the dry run again, review the new plan, and"
+        " approve its digest"
+    )
+
+
+def dry_run(plan: Plan) -> str:
+    return f"dry run: nothing was changed; plan digest {plan.digest}; " + apply_hint(plan)
 
 
 def unaccepted(plan: Plan) -> str:
@@ -262,9 +339,12 @@ def unaccepted(plan: Plan) -> str:
     shown = "; ".join(
         f"{tp} ({', '.join(phases)})" for tp, phases in by_name(plan.newly_unavailable)
     )
+    why = min_isr_of(plan, {tp.topic for tp in plan.newly_unavailable})
     return (
         "the plan makes partitions unavailable that are available now: "
         + shown
-        + "; nothing was changed. Review the plan (`remediate plan --format markdown`), then"
-        " rerun with --accept-unavailable, or approve its digest with `apply --approve`"
+        + (f" ({why})" if why else "")
+        + f"; nothing was changed. Review the plan (digest {plan.digest}); to go ahead,"
+        f" approve it: `fix --yes --approve {plan.digest}` (or `apply --approve` of its plan"
+        " file), or rerun with --accept-unavailable"
     )

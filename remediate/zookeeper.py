@@ -25,6 +25,7 @@ from kazoo.exceptions import (
     ConnectionLoss,
     KazooException,
     LockTimeout,
+    NodeExistsError,
     NoNodeError,
     OperationTimeoutError,
 )
@@ -41,7 +42,12 @@ from tenacity import (
 )
 
 from remediate import zookeeper_multiread as multiread
-from remediate.errors import VersionConflictError, ZnodeMissingError, ZooKeeperError
+from remediate.errors import (
+    VersionConflictError,
+    ZnodeExistsError,
+    ZnodeMissingError,
+    ZooKeeperError,
+)
 from remediate.ports import Listener, OnRetry, ZnodeStat
 
 TRANSIENT = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError)
@@ -128,8 +134,10 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooZooKeeper:
         client.start(timeout=timeout)
     except (KazooTimeoutError, KazooException, ssl.SSLError, OSError) as exc:
         client.close()
+        within = f" within {timeout:g}s" if isinstance(exc, KazooTimeoutError) else ""
         raise ZooKeeperError(
-            f"cannot connect to ZooKeeper at {settings.connect}: {type(exc).__name__}: {exc}"
+            f"cannot connect to ZooKeeper at {settings.connect}{within}:"
+            f" {type(exc).__name__}: {exc}"
         ) from exc
     try:
         _probe(client)
@@ -235,6 +243,8 @@ class KazooZooKeeper:
             raise ZooKeeperError(f"ZooKeeper connection lost ({what}): {exc}") from exc
         except NoNodeError as exc:
             raise ZnodeMissingError(f"{what}: no such znode") from exc
+        except NodeExistsError as exc:
+            raise ZnodeExistsError(f"{what}: the znode exists already") from exc
         except KazooException as exc:
             raise ZooKeeperError(
                 f"ZooKeeper refused a request ({what}): {type(exc).__name__}: {exc}"
@@ -311,6 +321,22 @@ class KazooZooKeeper:
             raise ZnodeMissingError(f"{path}: no such znode") from exc
         except (KazooException, self.client.handler.timeout_exception) as exc:
             raise ZooKeeperError(f"delete of {path}: {type(exc).__name__}: {exc}") from exc
+
+    def create(self, path: str, data: bytes, *, makepath: bool = False) -> None:
+        self._retried(
+            f"create of {path}",
+            lambda: self.client.create(path, data, makepath=makepath),
+            None,
+        )
+
+    def delete_tree(self, path: str) -> None:
+        def delete() -> None:
+            try:
+                self.client.delete(path, recursive=True)
+            except NoNodeError:
+                return
+
+        self._retried(f"delete of {path} and its children", delete, None)
 
     def add_listener(self, listener: Listener) -> None:
         self.client.add_listener(listener)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 
 import click
 
@@ -55,15 +56,21 @@ def cli() -> None:
     """Find and repair topic-id inconsistency on ZooKeeper-mode Kafka clusters."""
 
 
+# Monitoring reads these commands' exit codes as Nagios states: 1 and 2 are findings, so no
+# failure of the command itself may exit with them.
+MONITORING = frozenset({"check", "scan"})
+
+
 def main() -> None:
+    monitoring = bool(MONITORING & set(sys.argv[1:2]))
     try:
         result = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
-        sys.exit(1)
+        sys.exit(EXIT_UNKNOWN)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        sys.exit(EXIT_UNKNOWN if monitoring else exc.exit_code)
     except RefusedError as exc:
         click.echo(f"refused: {exc}", err=True)
         sys.exit(EXIT_REFUSED)
@@ -72,5 +79,9 @@ def main() -> None:
         sys.exit(EXIT_HALTED)
     except RemediationError as exc:
         click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_UNKNOWN)
+    except Exception as exc:  # a bug: its traceback is the report, and the outcome is unknown
+        traceback.print_exc()
+        click.echo(f"unexpected error (exit {EXIT_UNKNOWN}, unknown): {exc!r}", err=True)
         sys.exit(EXIT_UNKNOWN)
     sys.exit(result if isinstance(result, int) else 0)

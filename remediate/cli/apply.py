@@ -27,11 +27,13 @@ from remediate.cli.common import (
     status_line,
 )
 from remediate.config import load_cluster_config
+from remediate.execute import interrupt
 from remediate.execute.executor import RunOutcome
-from remediate.execute.journal import Journal, RunStatus, list_runs, replay, run_or_latest
+from remediate.execute.journal import RunStatus, replay
 from remediate.execute.locked import (
     apply_plan,
     load_approved_plan,
+    read_journal,
     resume_run,
     rollback_run,
 )
@@ -89,14 +91,22 @@ def _emit(outcome: RunOutcome, as_json: bool, journal_dir: Path) -> int:
 
 @click.command()
 @config_option
-@click.option("--plan", "plan_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--plan",
+    "plan_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The plan JSON that `plan -o` wrote and someone reviewed.",
+)
 @click.option("--approve", help="The digest of the plan you reviewed.")
 @json_option
 @log_json_option
 def apply(
     config_path: Path, plan_path: Path, approve: str | None, as_json: bool, log_json: bool
 ) -> int:
-    """Carry out exactly the approved plan. Exit 0 done, 4 refused, 5 halted."""
+    """Carry out exactly the approved plan. Exit 0 done, 4 refused, 5 halted (SIGINT or
+    SIGTERM too: the action in flight is finished first)."""
+    interrupt.install()
     configure_logging(*([sys.stderr] if log_json else []))
     config = load_cluster_config(config_path)
     plan = load_approved_plan(plan_path, approve)
@@ -114,6 +124,14 @@ def apply(
 @click.command()
 @config_option
 @click.option("--yes", is_flag=True, help="Apply the plan (without it: a dry run).")
+@click.option(
+    "--approve",
+    "approve",
+    metavar="DIGEST",
+    help="The digest a dry run printed, once its plan was reviewed: the plan made now is"
+    " applied only if it is that very plan (else exit 4, nothing changed); approving it"
+    " accepts the partitions it names as made unavailable.",
+)
 @click.option(
     "--accept-unavailable",
     is_flag=True,
@@ -134,6 +152,7 @@ def apply(
 def fix(
     config_path: Path,
     yes: bool,
+    approve: str | None,
     accept_unavailable: bool,
     candidate: str,
     restore_only: bool,
@@ -144,8 +163,12 @@ def fix(
 ) -> int:
     """The runbook step: scan, plan, print the plan, apply it, verify. Without --yes: dry run.
 
-    Exit 0 healed, 1-3 the check after the run, 4 refused, 5 halted.
+    Exit 0 healed (a dry run: ready), 1-3 the check after the run, 4 refused or not the
+    plan approved, 5 halted, 6 the plan makes partitions unavailable that work now and
+    nobody accepted it. SIGINT or SIGTERM during the run: the action in flight is finished,
+    a broker the run stopped is started again, exit 5.
     """
+    interrupt.install()
     configure_logging(*([sys.stderr] if log_json else []))
     config = load_cluster_config(config_path)
     with status_line(quiet=as_json) as scanning:
@@ -167,7 +190,8 @@ def fix(
         plan,
         apply=yes,
         accept_unavailable=accept_unavailable,
-        approved_by=f"{_identity()} (fix --yes)",
+        approved_digest=approve,
+        approved_by=f"{_identity()} (fix --yes{' --approve' if approve else ''})",
         spark_master=spark_master,
         log_json=log_json,
         progress=progress_lines(quiet=log_json or as_json),
@@ -189,7 +213,9 @@ def fix(
 @json_option
 @log_json_option
 def resume(config_path: Path, run_id: str | None, as_json: bool, log_json: bool) -> int:
-    """Continue a halted or crashed run; completed actions are not repeated."""
+    """Continue a halted or crashed run; completed actions are not repeated. The journal is
+    this host's, or ZooKeeper's copy when that is ahead (the run moved hosts) or the only one."""
+    interrupt.install()
     configure_logging(*([sys.stderr] if log_json else []))
     config = load_cluster_config(config_path)
     outcome = resume_run(
@@ -208,15 +234,17 @@ def resume(config_path: Path, run_id: str | None, as_json: bool, log_json: bool)
 @click.option("--run", "run_id", help="The run to show (default: the latest).")
 @json_option
 def status(config_path: Path, run_id: str | None, as_json: bool) -> int:
-    """Show a run's progress from its journal."""
+    """Show a run's progress from its journal (this host's, or ZooKeeper's copy when that is
+    ahead or the only one)."""
     config = load_cluster_config(config_path)
-    root = Path(config.journal_dir)
-    chosen = run_or_latest(root, run_id)
-    journal = Journal.open(root, chosen)
-    progress = replay(journal.records())
+    chosen, records, runs, source = read_journal(
+        config, run_id, progress=lambda message: err.print(message, markup=False)
+    )
+    progress = replay(records)
     if as_json:
         document = {
             "run_id": chosen,
+            "journal": source,
             "status": progress.status,
             "in_flight": progress.in_flight,
             "last_error": progress.last_error,
@@ -230,15 +258,19 @@ def status(config_path: Path, run_id: str | None, as_json: bool) -> int:
                 }
                 for key, p in progress.steps.items()
             ],
-            "runs": list_runs(root),
+            "runs": runs,
         }
         sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
         return 0
     table = Table("step", "state", "result")
     for key, p in progress.steps.items():
-        state = "done" if p.finished else ("FAILED" if p.failed else "in flight")
+        state = (
+            "done"
+            if p.finished
+            else ("FAILED" if p.failed else ("undone" if not p.started else "in flight"))
+        )
         table.add_row(key, state, json.dumps(dict(p.result), default=str)[:100])
-    out.print(f"run {chosen}: {progress.status}")
+    out.print(f"run {chosen}: {progress.status} (journal: {source})")
     out.print(table)
     if progress.last_error:
         out.print(f"last error: {progress.last_error}")

@@ -37,7 +37,12 @@ err = console(stderr=True, highlight=False)
 _status = console(stderr=True)
 
 config_option = click.option(
-    "-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False, path_type=Path)
+    "-c",
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The cluster's cluster.yaml (docs/configuration.md).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 log_json_option = click.option(

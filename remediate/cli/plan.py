@@ -11,20 +11,28 @@ import click
 from remediate.cli.common import (
     candidate_option,
     config_option,
+    err,
     master_option,
     out,
     restore_only_option,
     status_line,
 )
 from remediate.config import load_cluster_config
-from remediate.exit_codes import EXIT_REFUSED
+from remediate.exit_codes import EXIT_NEEDS_ACCEPTANCE, EXIT_REFUSED
+from remediate.plan import PlanVerdict
 from remediate.plan.render import plan_markdown, plan_table
-from remediate.workflows import build_plan, write_plan
+from remediate.workflows import build_plan, refused, unaccepted, write_plan
 
 
 @click.command()
 @config_option
-@click.option("--playbook", "playbook_name", default="topicid-mismatch", show_default=True)
+@click.option(
+    "--playbook",
+    "playbook_name",
+    default="topicid-mismatch",
+    show_default=True,
+    help="The playbook the steps follow (playbooks/NAME.yaml).",
+)
 @click.option(
     "-o",
     "--output",
@@ -38,6 +46,7 @@ from remediate.workflows import build_plan, write_plan
     type=click.Choice(["table", "markdown", "json"]),
     default="table",
     show_default=True,
+    help="How the plan is printed: a table, a Markdown document to review, or JSON.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option(
@@ -66,7 +75,8 @@ def plan(
     restore_only: bool,
     spark_master: str | None,
 ) -> int:
-    """Plan the repair without changing anything. Exit 0 ready, 4 refused."""
+    """Plan the repair without changing anything. Exit 0 ready, 4 refused, 6 ready once
+    someone accepts the partitions it makes unavailable (apply --approve does)."""
     if as_json:
         fmt = "json"
     config = load_cluster_config(config_path)
@@ -84,7 +94,8 @@ def plan(
     if output is not None:
         write_plan(result, output)
     if fmt == "json":
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
+        document = {**result.to_json(), "verdict": result.verdict}
+        sys.stdout.write(json.dumps(document, indent=2, sort_keys=True) + "\n")
     elif fmt == "markdown":
         sys.stdout.write(
             plan_markdown(
@@ -95,4 +106,10 @@ def plan(
         out.print(plan_table(result))
         if output is not None:
             out.print(f"written to {output}; approve with --approve {result.digest}")
-    return EXIT_REFUSED if result.refused else 0
+    if result.verdict == PlanVerdict.REFUSED:
+        err.print(refused(result), markup=False)
+        return EXIT_REFUSED
+    if result.verdict == PlanVerdict.NEEDS_ACCEPTANCE:
+        err.print(unaccepted(result), markup=False)
+        return EXIT_NEEDS_ACCEPTANCE
+    return 0

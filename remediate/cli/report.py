@@ -35,6 +35,7 @@ from remediate.report.files import (
     type=click.Choice(["html", "markdown"]),
     default="html",
     show_default=True,
+    help="A self-contained HTML page or Markdown.",
 )
 def report(config_path: Path, run_id: str | None, output: Path | None, fmt: str) -> int:
     """Write a run's report from its journal: timeline, health, plan, approvals, gates, backups.

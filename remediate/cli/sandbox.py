@@ -54,7 +54,13 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
 
 @sandbox.command()
 @dir_option
-@click.option("--brokers", default=3, show_default=True, type=click.IntRange(1, 9))
+@click.option(
+    "--brokers",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 9),
+    help="How many brokers.",
+)
 @click.option("--ssh", is_flag=True, help="Also start one sshd per broker; cluster.yaml uses ssh.")
 @click.option(
     "--kafka",
@@ -71,7 +77,14 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
     default=None,
     help="The Kafka line the emulator follows (default 2.8); real Kafka is its own.",
 )
-@click.option("--log-dirs", "log_dirs", default=2, show_default=True, type=click.IntRange(1, 4))
+@click.option(
+    "--log-dirs",
+    "log_dirs",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 4),
+    help="Log dirs per broker (two or more allow the repair without restarts on 2.8).",
+)
 @click.option(
     "--log-recovery-ms",
     default=0,
@@ -185,7 +198,7 @@ def _show_status(directory: Path, as_json: bool) -> None:
 
 @sandbox.command(name="reproduce")
 @dir_option
-@click.option("--topic", default="orders", show_default=True)
+@click.option("--topic", default="orders", show_default=True, help="The topic the incident hits.")
 @json_option
 def reproduce_command(directory: Path, topic: str, as_json: bool) -> None:
     """Reproduce the incident step by step (docs/sandbox.md lists the eight steps)."""
@@ -224,6 +237,7 @@ id_option = click.option("--id", "broker_id", required=True, type=int, help="Bro
 @dir_option
 @click.option("--wait/--no-wait", default=False, help="Wait until the broker is registered.")
 def broker_start(broker_id: int, directory: Path, wait: bool) -> None:
+    """Start a sandbox broker again."""
     pid = cluster.start_broker(directory.resolve(), broker_id, wait=wait)
     out.print(f"broker {broker_id} running (pid {pid})")
 
@@ -263,11 +277,27 @@ def broker_status(broker_id: int, directory: Path) -> int:
 
 @sandbox.command(name="produce")
 @dir_option
-@click.option("--topic", required=True)
-@click.option("--count", default=100, show_default=True, type=click.IntRange(0))
-@click.option("--key-prefix", default="k", show_default=True)
-@click.option("--acks", type=click.Choice(["all", "1", "0"]), default="all", show_default=True)
-@click.option("--retries", default=0, show_default=True, type=click.IntRange(0))
+@click.option("--topic", required=True, help="The topic to write to.")
+@click.option(
+    "--count", default=100, show_default=True, type=click.IntRange(0), help="How many records."
+)
+@click.option(
+    "--key-prefix", default="k", show_default=True, help="Record keys are PREFIX0, PREFIX1, ..."
+)
+@click.option(
+    "--acks",
+    type=click.Choice(["all", "1", "0"]),
+    default="all",
+    show_default=True,
+    help="The producer's acks.",
+)
+@click.option(
+    "--retries",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Retries per record before it counts as failed.",
+)
 @click.option(
     "--acked-log",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -318,7 +348,7 @@ def produce_command(
 
 @sandbox.command(name="consume")
 @dir_option
-@click.option("--topic", required=True)
+@click.option("--topic", required=True, help="The topic to read.")
 @json_option
 def consume_command(directory: Path, topic: str, as_json: bool) -> int:
     """Read every partition from the start to its high watermark. Exit 1 on any error."""
@@ -356,9 +386,11 @@ def admin_group() -> None:
 
 @admin_group.command(name="create-topic")
 @dir_option
-@click.option("--topic", required=True)
-@click.option("--partitions", required=True, type=click.IntRange(1))
-@click.option("--replication-factor", required=True, type=click.IntRange(1))
+@click.option("--topic", required=True, help="The topic to create.")
+@click.option("--partitions", required=True, type=click.IntRange(1), help="How many partitions.")
+@click.option(
+    "--replication-factor", required=True, type=click.IntRange(1), help="Replicas per partition."
+)
 @click.option("--config", "configs", multiple=True, help="KEY=VALUE topic config, repeatable.")
 @click.option(
     "--legacy", is_flag=True, help="Write a version-1 znode without topic id (pre-2.8 tools)."
@@ -371,6 +403,7 @@ def create_topic_command(
     configs: tuple[str, ...],
     legacy: bool,
 ) -> None:
+    """Create a topic as Kafka's TopicCommand does, through ZooKeeper."""
     config = _key_values(configs, "--config")
     with _zk(directory) as zk:
         if legacy:
@@ -386,7 +419,7 @@ def create_topic_command(
 
 @admin_group.command(name="add-partitions")
 @dir_option
-@click.option("--topic", required=True)
+@click.option("--topic", required=True, help="The topic to grow.")
 @click.option(
     "--partitions", required=True, type=click.IntRange(1), help="New total partition count."
 )
@@ -394,6 +427,7 @@ def create_topic_command(
     "--legacy", is_flag=True, help="Rewrite the znode as version 1 and drop topic_id (pre-2.8)."
 )
 def add_partitions_command(directory: Path, topic: str, partitions: int, legacy: bool) -> None:
+    """Add partitions to a topic; with --legacy, as a pre-2.8 client does (the incident)."""
     with _zk(directory) as zk:
         if legacy:
             result = legacy_admin.add_partitions(zk.state, zk.client, topic, partitions)

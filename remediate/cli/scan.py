@@ -11,6 +11,7 @@ from rich.table import Table
 
 from remediate.cli.common import engine_option, master_option, out, status_line
 from remediate.config import load_cluster_config
+from remediate.execute import failpoints
 from remediate.scan.findings import SEVERITY_RANK, ScanReport
 from remediate.scan.kinds import FindingKind, Severity
 from remediate.scan.pipeline import collect_and_scan, scan_snapshots
@@ -143,8 +144,9 @@ def scan(
 ) -> int:
     """Find every replica whose partition.metadata disagrees with ZooKeeper.
 
-    Exit codes: 0 healthy, 1 warning, 2 critical, 3 unknown.
+    Exit codes: 0 healthy, 1 warning, 2 critical, 3 unknown (any error of the scan itself).
     """
+    failpoints.hit("command:scan")
     _master_needs_spark(spark_master, engine)
     if snapshots:
         report = scan_snapshots(
@@ -178,8 +180,9 @@ def scan(
 def check(config_path: Path | None, spark_master: str | None, engine: str, as_json: bool) -> int:
     """Monitoring form of scan: one line and Nagios exit codes.
 
-    0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (any error of the check itself).
     """
+    failpoints.hit("command:check")
     if config_path is None:
         raise click.UsageError("give -c cluster.yaml")
     _master_needs_spark(spark_master, engine)

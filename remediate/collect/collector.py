@@ -4,6 +4,8 @@ written as a snapshot directory. Read-only from start to end.
 
 from __future__ import annotations
 
+import getpass
+import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,9 +20,9 @@ from remediate.errors import ConfigError, FormatError, TransportError
 from remediate.formats.properties import load_properties
 from remediate.formats.statechange import parse_rejections
 from remediate.gcpause import gc_paused
-from remediate.ports import Transport
+from remediate.ports import CommandKind, Transport
 from remediate.state import ClusterState
-from remediate.transport import LocalTransport, SshSettings, SshTransport
+from remediate.transport import LocalTransport, SshSettings, SshTransport, SudoTransport
 from remediate.zookeeper import ZkAuth, ZkSettings, ZkTls, session
 
 INVENTORY_TIMEOUT_S = 300.0
@@ -54,22 +56,40 @@ def zk_settings(config: ClusterConfig) -> ZkSettings:
 
 
 def transport_for(config: ClusterConfig, broker: BrokerConfig) -> Transport:
+    """The transport to `broker`'s host: every command through `sudo -n` when its `sudo` (or
+    ssh.sudo) says so, whatever the command is (the inventory, the service commands, the
+    backups): the one place sudo is applied."""
+    transport: Transport
     if broker.transport == "local":
-        return LocalTransport(f"local (broker {broker.id})", cwd=config.base_dir)
-    target = config.ssh_target(broker.id)
-    return SshTransport(
-        SshSettings(
-            host=target.host,
-            port=target.port,
-            user=target.user,
-            key_file=target.key_file,
-            known_hosts=target.known_hosts,
-            connect_timeout_s=target.connect_timeout_s,
-            key_passphrase=target.key_passphrase.get_secret_value()
-            if target.key_passphrase
-            else None,
+        transport = LocalTransport(f"local (broker {broker.id})", cwd=config.base_dir)
+        user = None  # this process's, asked only when sudo refuses
+    else:
+        target = config.ssh_target(broker.id)
+        transport = SshTransport(
+            SshSettings(
+                host=target.host,
+                port=target.port,
+                user=target.user,
+                key_file=target.key_file,
+                known_hosts=target.known_hosts,
+                connect_timeout_s=target.connect_timeout_s,
+                key_passphrase=target.key_passphrase.get_secret_value()
+                if target.key_passphrase
+                else None,
+            )
         )
-    )
+        user = target.user
+    if not config.use_sudo(broker.id):
+        return transport
+    return SudoTransport(transport, broker=broker.id, user=user or _local_user())
+
+
+def _local_user() -> str:
+    """Who runs this process, for the sudoers rule a refusal asks for."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid: the rule's placeholder
+        return "USER"
 
 
 def transports(config: ClusterConfig) -> TransportFactory:
@@ -104,8 +124,9 @@ def read_server_properties(
     """The broker's server.properties, read through its transport (the broker's config must
     name the file)."""
     path = str(broker.server_properties)
-    command = inventory_file_command(path, sudo=config.use_sudo(broker.id))
-    result = transport.run(command, timeout=60)
+    result = transport.run(
+        inventory_file_command(path), timeout=60, kind=CommandKind.SERVER_PROPERTIES
+    )
     if not result.ok:
         reason = result.stderr.strip() or f"exit {result.exit_code}"
         raise TransportError(f"broker {broker.id}: cannot read {path}: {reason}")
@@ -114,13 +135,51 @@ def read_server_properties(
     )
 
 
-def inventory_file_command(path: str, *, sudo: bool) -> str:
-    """Print a small file as hex (od is POSIX), so its bytes survive any transport."""
-    import shlex  # noqa: PLC0415
+def inventory_file_command(path: str) -> str:
+    """Print a small file as hex (od is POSIX), so its bytes survive any transport; exits
+    non-zero when the file cannot be read (the pipeline's status is tr's, so it is tested
+    first: a missing server.properties is never read as an empty one)."""
+    script = (
+        '[ -r "$1" ] || { echo "no readable file $1" >&2; exit 1; }; '
+        'od -An -v -tx1 -- "$1" | tr -d " \\n"'
+    )
+    return f"sh -c {shlex.quote(script)} sh {shlex.quote(path)}"
 
-    script = 'od -An -v -tx1 -- "$1" | tr -d " \\n"'
-    command = f"sh -c {shlex.quote(script)} sh {shlex.quote(path)}"
-    return f"sudo -n {command}" if sudo else command
+
+# The last `$2` bytes of file `$1` as hex; the exit status is tail's (a missing or unreadable
+# file fails), not the pipeline's last command's (POSIX sh has no pipefail).
+_TAIL_SCRIPT = """\
+exec 4>&1
+status=$( { { tail -c "$2" -- "$1"; echo $? >&3; } | od -An -v -tx1 | tr -d ' \\n' >&4; } 3>&1 )
+exit "$status"
+"""
+
+
+def file_tail_command(path: str, tail_bytes: int) -> str:
+    """Print the last `tail_bytes` bytes of the file at `path` as hex; exits non-zero, saying
+    why on stderr, when the file cannot be read."""
+    if isinstance(tail_bytes, bool) or tail_bytes < 1:
+        raise ValueError(f"tail_bytes must be at least 1, not {tail_bytes!r}")
+    words = ["sh", "-c", _TAIL_SCRIPT, "sh", path, str(int(tail_bytes))]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def read_file_tail(transport: Transport, path: str, tail_bytes: int, *, kind: CommandKind) -> bytes:
+    """The last `tail_bytes` bytes of the file at `path` on the transport's host, whole lines
+    only (a first line cut by the tail is left out). TransportError when it cannot be read."""
+    result = transport.run(file_tail_command(path, tail_bytes), timeout=60, kind=kind)
+    if not result.ok:
+        reason = result.stderr.strip()[-300:] or f"exit {result.exit_code}"
+        raise TransportError(f"{transport.description}: cannot read {path}: {reason}")
+    try:
+        data = bytes.fromhex(result.stdout.strip())
+    except ValueError:
+        raise TransportError(
+            f"{transport.description}: the read of {path} printed something other than hex"
+        ) from None
+    if len(data) >= tail_bytes:
+        _, _, data = data.partition(b"\n")
+    return data
 
 
 def inspect_broker(
@@ -133,11 +192,10 @@ def inspect_broker(
         state_change_log = broker.state_change_log
         command = inventory_command(
             log_dirs,
-            sudo=config.use_sudo(broker.id),
             epoch_tail_lines=1,
             state_change_log=str(state_change_log) if state_change_log is not None else None,
         )
-        result = transport.run(command, timeout=INVENTORY_TIMEOUT_S)
+        result = transport.run(command, timeout=INVENTORY_TIMEOUT_S, kind=CommandKind.INVENTORY)
         if not result.ok:
             raise TransportError(
                 f"inventory command exited {result.exit_code}: {result.stderr.strip()[:300]}"

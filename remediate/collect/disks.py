@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from remediate.errors import RemediationError
 from remediate.kafka_admin import KafkaAdmin
-from remediate.ports import Transport
+from remediate.ports import CommandKind, Transport
 from remediate.state import BrokerDisks, MoveFacts, TopicPartition
 
 # Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on: anchored on the numbers, so
@@ -18,9 +18,8 @@ from remediate.state import BrokerDisks, MoveFacts, TopicPartition
 _DF_LINE = re.compile(r"^(?P<fs>.*?)\s+(\d+)\s+(\d+)\s+(?P<avail>\d+)\s+(\d+)%\s+(?P<mount>.*)$")
 
 
-def free_space_command(log_dirs: Sequence[str], *, sudo: bool) -> str:
-    command = "df -Pk -- " + " ".join(shlex.quote(d) for d in log_dirs)
-    return f"sudo -n {command}" if sudo else command
+def free_space_command(log_dirs: Sequence[str]) -> str:
+    return "df -Pk -- " + " ".join(shlex.quote(d) for d in log_dirs)
 
 
 def parse_df(output: str, log_dirs: Sequence[str]) -> dict[str, int]:
@@ -35,8 +34,8 @@ def parse_df(output: str, log_dirs: Sequence[str]) -> dict[str, int]:
     return free
 
 
-def free_space(transport: Transport, log_dirs: Sequence[str], *, sudo: bool) -> dict[str, int]:
-    result = transport.run(free_space_command(log_dirs, sudo=sudo), timeout=60)
+def free_space(transport: Transport, log_dirs: Sequence[str]) -> dict[str, int]:
+    result = transport.run(free_space_command(log_dirs), timeout=60, kind=CommandKind.FREE_SPACE)
     if not result.ok:
         return {}
     return parse_df(result.stdout, log_dirs)
@@ -47,8 +46,6 @@ def read_disks(
     transports: Mapping[int, Transport],
     brokers: Iterable[int],
     partitions: Iterable[TopicPartition],
-    *,
-    sudo: Mapping[int, bool],
 ) -> MoveFacts:
     """The facts a move needs of each broker: its Kafka version, its online and offline log
     dirs, where its replicas of `partitions` are and their size, the room in each dir."""
@@ -67,11 +64,7 @@ def read_disks(
         if dirs is None:
             continue
         transport = transports.get(broker)
-        free = (
-            free_space(transport, dirs.online, sudo=sudo.get(broker, False))
-            if transport is not None and dirs.online
-            else {}
-        )
+        free = free_space(transport, dirs.online) if transport is not None and dirs.online else {}
         found[broker] = BrokerDisks(
             broker=broker,
             kafka_version=versions.get(broker),

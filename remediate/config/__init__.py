@@ -34,6 +34,7 @@ from remediate.config.fields import FrozenStrMap, ValidationContext
 from remediate.config.models import (
     BrokerConfig,
     ClusterConfig,
+    ClusterTimeouts,
     ServiceConfig,
     ServiceKind,
     SparkConfig,
@@ -59,6 +60,7 @@ __all__ = [
     "BrokerConfig",
     "ClusterConfig",
     "ClusterConfigError",
+    "ClusterTimeouts",
     "ConfigProblem",
     "FrozenStrMap",
     "ServiceConfig",

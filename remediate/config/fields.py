@@ -347,6 +347,18 @@ Port = Annotated[int, BeforeValidator(int_between(1, 65535))]
 BrokerId = Annotated[int, BeforeValidator(int_between(0, INT32_MAX))]
 PositiveInt32 = Annotated[int, BeforeValidator(int_between(1, INT32_MAX))]
 SessionTimeout = Annotated[float, BeforeValidator(seconds(1, 120))]
+# The timeouts' bounds, in cluster.yaml's `timeouts` section and in a playbook's `gates`
+# (remediate/playbook.py), whose values the section overrides.
+MAX_STOP_S = 7200.0
+MAX_START_S = 7200.0
+MAX_IN_SYNC_S = 86400.0
+MAX_SERVICE_COMMAND_S = 7200.0
+StopTimeout = Annotated[float, BeforeValidator(seconds(0, MAX_STOP_S, low_inclusive=False))]
+StartTimeout = Annotated[float, BeforeValidator(seconds(0, MAX_START_S, low_inclusive=False))]
+InSyncTimeout = Annotated[float, BeforeValidator(seconds(0, MAX_IN_SYNC_S, low_inclusive=False))]
+ServiceCommandTimeout = Annotated[
+    float, BeforeValidator(seconds(0, MAX_SERVICE_COMMAND_S, low_inclusive=False))
+]
 ConnectTimeout = Annotated[float, BeforeValidator(seconds(0, 600, low_inclusive=False))]
 CommandTemplate = Annotated[str, BeforeValidator(_command_template)]
 SparkMaster = Annotated[str, BeforeValidator(_spark_master)]

@@ -33,13 +33,17 @@ from remediate.config.fields import (
     EnvName,
     FrozenStrMap,
     Host,
+    InSyncTimeout,
     KafkaServer,
     Port,
     PositiveInt32,
+    ServiceCommandTimeout,
     SessionTimeout,
     SparkConf,
     SparkMaster,
     SshUser,
+    StartTimeout,
+    StopTimeout,
     ZooKeeperConnect,
     ZooKeeperUser,
     context,
@@ -56,6 +60,9 @@ from remediate.config.problems import (
     show,
 )
 from remediate.config.secrets import resolve_password, secret_from_env
+
+# The file Kafka's log4j.properties writes beside state-change.log (in ${kafka.logs.dir}).
+SERVER_LOG = "server.log"
 
 
 class _Model(BaseModel):
@@ -185,6 +192,10 @@ class BrokerConfig(_Model):
     server_properties: RemotePath | None = None
     # Kafka's state-change.log on the broker: its tail is read for topic-id mismatch lines.
     state_change_log: RemotePath | None = None
+    # Kafka's server.log on the broker: its tail is read while the broker starts, for Kafka's
+    # log-loading lines. Default: server.log beside state_change_log, where Kafka's own
+    # log4j.properties writes it (both go to ${kafka.logs.dir}); without either, none.
+    server_log: RemotePath | None = None
 
     @field_validator("log_dirs")
     @classmethod
@@ -195,9 +206,9 @@ class BrokerConfig(_Model):
 
     @model_validator(mode="after")
     def _shape(self, info: ValidationInfo) -> BrokerConfig:
-        if (self.log_dirs is None) == (self.server_properties is None):
-            got = "neither" if self.log_dirs is None else "both"
-            fail("exactly one of log_dirs, server_properties", got)
+        if self.log_dirs is None and self.server_properties is None:
+            # Listed log_dirs win over the file's; the file is read for its settings too.
+            fail("log_dirs or server_properties (or both)", "neither")
         local = self.transport == "local"
         if local:
             for name in ("ssh_port", "ssh_user"):
@@ -214,12 +225,26 @@ class BrokerConfig(_Model):
                 [(("server_properties",), self.server_properties)], local, base_dir
             )
             object.__setattr__(self, "server_properties", path)
-        if self.state_change_log is not None:
-            (path,) = broker_paths(
-                [(("state_change_log",), self.state_change_log)], local, base_dir
-            )
-            object.__setattr__(self, "state_change_log", path)
+        for name in ("state_change_log", "server_log"):
+            given = getattr(self, name)
+            if given is not None:
+                (path,) = broker_paths([((name,), given)], local, base_dir)
+                object.__setattr__(self, name, path)
+        if self.server_log is None and self.state_change_log is not None:
+            object.__setattr__(self, "server_log", self.state_change_log.parent / SERVER_LOG)
         return self
+
+
+class ClusterTimeouts(_Model):
+    """How long a run waits on this cluster (the `timeouts` section): for a broker to stop,
+    to register after its start (longer while its server.log shows its logs loading), to be
+    back in sync, and for each service command to finish. Each one set overrides the value
+    of every playbook the plan uses; the plan records the values in effect."""
+
+    stop_s: StopTimeout | None = None
+    start_s: StartTimeout | None = None
+    in_sync_s: InSyncTimeout | None = None
+    service_command_s: ServiceCommandTimeout | None = None
 
 
 class SshConfig(_Model):
@@ -354,6 +379,7 @@ class ClusterConfig(_Model):
     journal_dir: LocalPath = Field(default=Path("journal"), validate_default=True)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     kafka: KafkaConfig | None = None
+    timeouts: ClusterTimeouts | None = None
 
     _source: str = PrivateAttr(default="cluster.yaml")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)

@@ -1,5 +1,6 @@
 """The executor's decisions, as pure functions of what it read: which restart goes next, whether
-a restore may write, whether a topic's replicas agree, which replicas still hold a stale id.
+a restore may write, whether a topic's replicas agree, which replicas still hold a stale id,
+whether a broker that has not registered in time is still loading its logs.
 
 No I/O and no clock: the executor reads, calls these, and journals the reason they return
 (None when nothing blocks), as the gates in remediate/gates.py do.
@@ -14,6 +15,7 @@ from remediate.collect.snapshot import ReplicaRow
 from remediate.errors import FormatError
 from remediate.execute.steps import StepKey
 from remediate.formats.logdir import parse_partition_dir
+from remediate.formats.logloading import LogLoading
 from remediate.formats.znodes import topic_path
 from remediate.gates import StaleIdHolder, missing_id_blocker
 from remediate.plan import Fingerprint, Plan, RestartStep, RestoreStep
@@ -289,3 +291,40 @@ def converged_files_blocker(
 def scope_hosts(state: ClusterState, scope: ConvergenceScope) -> list[int]:
     """The brokers assigned a replica of the scope's topics."""
     return sorted({b for t in scope.topics if t in state.topics for b in replica_hosts(state, t)})
+
+
+def loading_blocker(
+    began: LogLoading, before: LogLoading, now: LogLoading, *, log: str = "its server.log"
+) -> str | None:
+    """Why a started broker's server.log (named `log` in the reason) does not justify waiting
+    longer for it to register; None when it shows its logs loading, with lines it did not
+    have at the last look.
+
+    `began` is the look taken when the wait began, `before` the last look (`began` at the
+    first timeout), `now` this one. A broker whose process starts twice in one wait is
+    restarting (a service manager bringing a crashed broker back), not loading: it halts,
+    as one whose log says its startup failed, or shows nothing new."""
+    if now.problem is not None:
+        return f"{log} could not be read ({now.problem})"
+    if now.failed is not None:
+        return f"{log} says its startup failed: {now.failed.text}"
+    # A `starting` line the tail no longer holds is unknown, not gone: the tail is a window.
+    new_starts = len(now.startups)
+    if began.startup is not None and began.startup in now.startups:
+        new_starts = len(now.startups) - 1 - now.startups.index(began.startup)
+    known = before.startup is not None and now.startup is not None
+    moved = known and before.startup not in (began.startup, now.startup)
+    if new_starts > 1 or moved:
+        return (
+            f"{log} shows it started again since the wait began (another `starting` line):"
+            " it is restarting, not loading its logs"
+        )
+    if now.last is not None and now.last != before.last:
+        return None
+    if new_starts == 0:
+        return f"{log} shows no log loading since the wait began, nor a new `starting` line"
+    if now.last is None:
+        return f"{log} shows no log loading since the broker started"
+    if now.loaded is not None:
+        return f"{log} says its logs are loaded ({now.loaded.text}) and shows nothing since"
+    return f"{log} shows no log loading since the last look (last: {now.last.text})"

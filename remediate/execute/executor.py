@@ -15,7 +15,7 @@ probes.py, their decisions in decisions.py.
 
 from __future__ import annotations
 
-from remediate.errors import HaltedError
+from remediate.errors import HaltedError, StopRequestedError
 from remediate.execute.backup import Backup
 from remediate.execute.converge import Converge
 from remediate.execute.decisions import IndexedStep, next_restart, started_restart
@@ -64,7 +64,10 @@ class Executor:
         ledger = RunLedger(replay(self.journal.records()))
         recover(ledger)
         recorder = Recorder(self.services, self.journal, self.lock, ledger)
-        return recorder, Probes(self.services, recorder)
+        gates = self.services.gates[self.plan.playbook]
+        return recorder, Probes(
+            self.services, recorder, service_timeout_s=gates.service_command_timeout_s
+        )
 
     def run(self) -> RunOutcome:
         recorder, probes = self._start()
@@ -101,6 +104,9 @@ class Executor:
                 RestartRun(self.plan, self.services, recorder, probes, index, step).run()
             Converge(self.plan, self.services, recorder, probes).run()
             probes.sample()
+        except StopRequestedError as exc:
+            recorder.record(JournalEvent.RUN_HALTED, error=str(exc), signal=exc.signal)
+            return ledger.outcome(self.run_id, RunStatus.HALTED, str(exc))
         except HaltedError as exc:
             recorder.record(JournalEvent.RUN_HALTED, error=str(exc))
             return ledger.outcome(self.run_id, RunStatus.HALTED, str(exc))

@@ -7,6 +7,7 @@ is inert unless `REMEDIATE_FAILPOINTS` names it, as `<point>=<action>[,<point>=<
 - `kill`: SIGKILL this process (no cleanup, no journal record: a crash);
 - `stop`: SIGSTOP this process (a frozen host or a long pause; SIGCONT resumes it);
 - `sleep:<seconds>`: pause this thread;
+- `raise`: raise an unexpected error (RuntimeError: what a bug does);
 - `pause:<path>`: create `<path>.reached`, then hold this thread until `<path>.release`
   exists: the test does what it must at that very point, then releases the operator (no
   guessed duration, no race).
@@ -15,7 +16,8 @@ Points are `<action>:started` (journaled as started, nothing done yet), `<action
 not yet journaled) and `<action>:finished` (journaled as finished), for every action of a plan
 step and of a rollback, e.g. `backup:done`, `wait in-sync:started` or (a rollback's)
 `restore:done`; and a few inside an action, where a race or a crash can fall: `zk-write
-topic-id:read` (the znode read and checked, not yet written). Never set it in production.
+topic-id:read` (the znode read and checked, not yet written); and `command:<name>` as a
+command starts (`command:check`). Never set it in production.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ def hit(point: str) -> None:
     action = parse(spec).get(point)
     if action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "raise":
+        raise RuntimeError(f"failpoint {point}")
     elif action == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
     elif action is not None and action.startswith("sleep:"):

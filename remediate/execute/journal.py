@@ -6,6 +6,9 @@ fsync'd before `append` returns, so a record the executor has seen appended surv
 of the process or the host. A crash in the middle of a write leaves a torn last line; readers
 ignore it and the next append cuts it off. `replay` turns the records back into the run's
 progress without any I/O.
+
+A journal may also have a mirror (remediate/execute/journal_mirror.py): the plan and every
+record, once fsync'd here, are also kept in ZooKeeper, so that another host can resume the run.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from remediate.errors import JournalError, RefusedError
 
@@ -34,6 +37,14 @@ _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _SECRET_WORDS = ("password", "passphrase", "secret")
 # Keys every record carries; a field may not overwrite them.
 _RESERVED = frozenset({"seq", "time", "ts", "run_id", "event"})
+
+
+class JournalCopy(Protocol):
+    """Where a journal's plan and records are also kept (ZooKeeper's copy)."""
+
+    def put_plan(self, plan_text: bytes) -> None: ...
+
+    def put_record(self, seq: int, line: bytes) -> None: ...
 
 
 class RunStatus(StrEnum):
@@ -57,11 +68,16 @@ class JournalEvent(StrEnum):
     RUN_COMPLETED = "run-completed"
     RUN_HALTED = "run-halted"
     RUN_REFUSED = "run-refused"
+    # A stop asked for by a signal (SIGINT, SIGTERM), carried out at an action's boundary.
+    STOP_REQUESTED = "stop-requested"
     # One action, under its step key: started, then finished or failed; or skipped, with why.
     STEP_STARTED = "step-started"
     STEP_FINISHED = "step-finished"
     STEP_FAILED = "step-failed"
     STEP_SKIPPED = "step-skipped"
+    # A finished action whose effect the run took back (a stopped broker started again when
+    # the run was told to stop): on resume it is carried out again.
+    STEP_UNDONE = "step-undone"
     # What the run decided and lived through.
     GATE = "gate"
     NOTE = "note"
@@ -157,10 +173,21 @@ class Journal:
         # record; None until the first append reads the file.
         self._next_seq: int | None = None
         self._length: int | None = None
+        # Where every record also goes once it is on disk; None: this disk only.
+        self.mirror: JournalCopy | None = None
 
     @classmethod
-    def create(cls, root: Path, run_id: str, plan: Mapping[str, Any], *, now: float) -> Journal:
-        """Start a new run: its directory (mode 0700), `plan.json` and a `run-started` record.
+    def create(
+        cls,
+        root: Path,
+        run_id: str,
+        plan: Mapping[str, Any],
+        *,
+        now: float,
+        mirror: JournalCopy | None = None,
+    ) -> Journal:
+        """Start a new run: its directory (mode 0700), `plan.json` and a `run-started` record,
+        each also given to `mirror` when there is one.
 
         Refuses if the run's directory exists already: a run id is never reused.
         """
@@ -184,6 +211,9 @@ class Journal:
         os.chmod(directory, 0o700)
         _write_atomically(directory / PLAN_FILE, plan_text.encode("utf-8"))
         journal = cls(directory, run_id)
+        if mirror is not None:
+            mirror.put_plan(plan_text.encode("utf-8"))
+            journal.mirror = mirror
         digest = plan.get("digest")
         journal.append(
             JournalEvent.RUN_STARTED,
@@ -203,6 +233,44 @@ class Journal:
         if not (directory / JOURNAL_FILE).is_file():
             raise JournalError(f"no journal for run {run_id} in {root}")
         return cls(directory, run_id)
+
+    @classmethod
+    def restore(
+        cls, root: Path, run_id: str, plan_text: bytes | None, lines: Sequence[bytes]
+    ) -> Journal:
+        """The local copy of a run made from another copy (ZooKeeper's): `plan.json` unless
+        there is one already, and `journal.jsonl` replaced whole by `lines`."""
+        validate_run_id(run_id)
+        directory = root / run_id
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(directory, 0o700)
+        except OSError as error:
+            raise JournalError(f"cannot create run directory {directory}: {error}") from error
+        if not (directory / PLAN_FILE).is_file():
+            if plan_text is None:
+                raise JournalError(f"run {run_id}: no plan.json here, and no copy of it")
+            _write_atomically(directory / PLAN_FILE, plan_text)
+        data = b"".join(lines)
+        records, length = _parse(directory / JOURNAL_FILE, data)
+        if length != len(data) or not records:
+            raise JournalError(f"run {run_id}: the copy to restore is not a whole journal")
+        _write_atomically(directory / JOURNAL_FILE, data)
+        return cls(directory, run_id)
+
+    def plan_text(self) -> bytes:
+        """plan.json as written when the run started."""
+        path = self.directory / PLAN_FILE
+        try:
+            return path.read_bytes()
+        except OSError as error:
+            raise JournalError(f"cannot read {path}: {error}") from error
+
+    def lines(self) -> list[bytes]:
+        """Every whole record's line, newline included, as journal.jsonl holds it."""
+        data = self._read()
+        length = _parse(self.path, data)[1]
+        return [line + b"\n" for line in data[:length].split(b"\n")[:-1]]
 
     def plan(self) -> dict[str, Any]:
         """The plan this run was started with."""
@@ -251,6 +319,8 @@ class Journal:
                 raise JournalError(f"cannot append to {self.path}: {error}") from error
             self._next_seq += 1
             self._length += len(data)
+            if self.mirror is not None:
+                self.mirror.put_record(record["seq"], data)
             return record
 
     def records(self) -> list[dict[str, Any]]:
@@ -382,6 +452,7 @@ class StepProgress:
     failed: bool
     result: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     attempts: int = 0  # step-started records: more than one means it was retried
+    undone: int = 0  # step-undone records: its effect taken back, so many times
 
 
 @dataclass(frozen=True)
@@ -395,12 +466,29 @@ class RunProgress:
     last_error: str | None
 
 
+def _step_key(record: Mapping[str, Any]) -> str:
+    key = record.get("step")
+    if not isinstance(key, str):
+        raise JournalError(f"record {record.get('seq')}: {record.get('event')} without a step key")
+    return key
+
+
+def _undo(steps: dict[str, StepProgress], record: Mapping[str, Any]) -> None:
+    """A `step-undone` record: the step counts as never started again."""
+    key = _step_key(record)
+    previous = steps.get(key, StepProgress(key, False, False, False))
+    steps[key] = StepProgress(
+        key, False, False, False, attempts=previous.attempts, undone=previous.undone + 1
+    )
+
+
 def replay(records: Sequence[Mapping[str, Any]]) -> RunProgress:
     """The run's progress after `records`. Pure.
 
     A step is in flight when it was started and neither finished nor failed: the process
     died (or is still) inside it, so resume must find out what it did before going on.
-    A step started again after it failed counts by its latest attempt. `run-resumed` makes a
+    A step started again after it failed counts by its latest attempt; a step undone counts
+    as never started (its `undone` says how often). `run-resumed` makes a
     halted or refused run running again; a completed run stays completed. `last_error` is
     the latest error recorded, even if the run was resumed since. Unknown events are skipped
     so that older code can read journals written by newer code.
@@ -414,23 +502,31 @@ def replay(records: Sequence[Mapping[str, Any]]) -> RunProgress:
     last_error: str | None = None
     for record in records:
         event = record.get("event")
-        if event in STEP_EVENTS:
-            key = record.get("step")
-            if not isinstance(key, str):
-                raise JournalError(f"record {record.get('seq')}: {event} without a step key")
+        if event == JournalEvent.STEP_UNDONE:
+            _undo(steps, record)
+        elif event in STEP_EVENTS:
+            key = _step_key(record)
             previous = steps.get(key, StepProgress(key, False, False, False))
             if event == JournalEvent.STEP_STARTED:
                 steps[key] = StepProgress(
-                    key, True, False, False, previous.result, previous.attempts + 1
+                    key,
+                    True,
+                    False,
+                    False,
+                    previous.result,
+                    previous.attempts + 1,
+                    previous.undone,
                 )
                 in_flight = key
             elif event == JournalEvent.STEP_FINISHED:
                 result = record.get("result")
                 frozen = MappingProxyType(dict(result) if isinstance(result, Mapping) else {})
-                steps[key] = StepProgress(key, True, True, False, frozen, previous.attempts)
+                steps[key] = StepProgress(
+                    key, True, True, False, frozen, previous.attempts, previous.undone
+                )
             else:
                 steps[key] = StepProgress(
-                    key, True, False, True, previous.result, previous.attempts
+                    key, True, False, True, previous.result, previous.attempts, previous.undone
                 )
                 last_error = str(record.get("error", ""))
             if event != JournalEvent.STEP_STARTED and in_flight == key:

@@ -100,8 +100,9 @@ class RunLock:
             self.zk.remove_listener(self._on_state)
             holder = self._read_holder()
             raise LockHeldError(
-                f"cluster {self.cluster} is locked by {holder or 'another run'} ({self.path});"
-                " if that process is gone, its lock ends with its ZooKeeper session",
+                f"cluster {self.cluster} is locked by {holder or 'another run'} ({self.path}),"
+                f" still after waiting {timeout:g}s; if that process is gone, its lock ends"
+                " with its ZooKeeper session",
                 holder=holder,
             )
         self._lock = lock

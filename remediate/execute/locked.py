@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +18,33 @@ from remediate.clock import SystemClock
 from remediate.collect.cluster_state import read_cluster_state
 from remediate.collect.collector import collect_brokers, transports, zk_settings
 from remediate.config import ClusterConfig
-from remediate.errors import RefusedError
+from remediate.errors import JournalError, RefusedError, ZooKeeperError
+from remediate.execute import interrupt
 from remediate.execute.drift import differences, observed_files
 from remediate.execute.executor import Executor, RunOutcome, Services
 from remediate.execute.journal import (
     Journal,
     JournalEvent,
     RunStatus,
+    latest_run,
+    list_runs,
     new_run_id,
     replay,
     run_or_latest,
+)
+from remediate.execute.journal_mirror import (
+    JournalMirror,
+    choose_copy,
+    prune_before,
+    read_run,
+    zk_runs,
 )
 from remediate.execute.lock import RunLock
 from remediate.kafka_admin import KafkaAdmin
 from remediate.logs import run_logger
 from remediate.plan import Plan, RestartStep, plan_from_json
-from remediate.playbook import Timeouts, load_playbook
-from remediate.ports import ZooKeeper
+from remediate.playbook import Timeouts, cluster_playbook
+from remediate.ports import ZooKeeper, ZooKeeperStore
 from remediate.scan.findings import ScanReport
 from remediate.state import ClusterState
 from remediate.zookeeper import session
@@ -138,12 +148,68 @@ def require_stop_evidence(config: ClusterConfig, plan: Plan, *, rollback: bool =
     )
 
 
+def chosen_run(root: Path, zk: ZooKeeper, cluster: str, run_id: str | None) -> str:
+    """The run a command is about: `run_id` if given, else the latest started of those this
+    host's journal_dir and ZooKeeper keep. RefusedError if there is none."""
+    if run_id:
+        return run_id
+    known = sorted({*list_runs(root), *zk_runs(zk, cluster)})
+    if not known:
+        raise RefusedError(f"no run in {root} nor in ZooKeeper for cluster {cluster}")
+    return known[-1]
+
+
+def open_run(root: Path, zk: ZooKeeper, cluster: str, run_id: str, progress: Progress) -> Journal:
+    """Run `run_id`'s journal on this host, brought up to date from ZooKeeper's copy when
+    that is ahead or the only one (remediate/execute/journal_mirror.py says which wins)."""
+    local: Journal | None
+    try:
+        local = Journal.open(root, run_id)
+    except JournalError:
+        local = None
+    stored = read_run(zk, cluster, run_id)
+    choice = choose_copy(
+        None if local is None else local.lines(), None if stored is None else stored.lines
+    )
+    if choice.source == "local":
+        assert local is not None
+        return local
+    assert stored is not None
+    progress(f"run {run_id}: journal read from ZooKeeper ({choice.reason})")
+    return Journal.restore(root, run_id, stored.plan, choice.lines)
+
+
+def read_journal(
+    config: ClusterConfig, run_id: str | None, progress: Progress = lambda _message: None
+) -> tuple[str, list[dict[str, Any]], list[str], str]:
+    """What `status` shows, read only: the run (`run_id` or the latest), its records, every
+    run known here or in ZooKeeper, and which copy was read. Without ZooKeeper, this host's."""
+    root = Path(config.journal_dir)
+    try:
+        with session(zk_settings(config)) as zk:
+            chosen = chosen_run(root, zk, config.cluster, run_id)
+            try:
+                local: list[bytes] | None = Journal.open(root, chosen).lines()
+            except JournalError:
+                local = None
+            stored = read_run(zk, config.cluster, chosen)
+            choice = choose_copy(local, None if stored is None else stored.lines)
+            runs = sorted({*list_runs(root), *zk_runs(zk, config.cluster)})
+    except ZooKeeperError as error:
+        progress(f"ZooKeeper could not be read ({error}): this host's journal only")
+        chosen = run_or_latest(root, run_id)
+        lines = Journal.open(root, chosen).lines()
+        return chosen, [json.loads(line) for line in lines], list_runs(root), "local"
+    records = [json.loads(line) for line in choice.lines]
+    return chosen, records, runs, f"{choice.source} ({choice.reason})"
+
+
 @contextmanager
 def locked_run(
     config: ClusterConfig,
-    plan: Plan,
+    plan: Plan | None,
     *,
-    journal: Journal | None = None,
+    run_id: str | None = None,
     approved_by: str | None = None,
     resumed_by: str | None = None,
     rollback: bool = False,
@@ -153,24 +219,38 @@ def locked_run(
 ) -> Iterator[Executor]:
     """An executor for `plan`, holding the cluster's lock for the `with` block.
 
-    Without `journal`, a new run: the lock is taken (a short wait, then refused), the cluster
-    is checked against the plan's fingerprint, and the journal is created with the approval.
-    With `journal`, that run again (resume, rollback): a crashed run's lock goes with its
-    ZooKeeper session, so the wait is that long; `resumed_by` journals who resumed it.
-    `rollback`: the run is for a rollback (files put back).
+    With `plan`, a new run: the lock is taken (a short wait, then refused), the cluster is
+    checked against the plan's fingerprint, and the journal is created with the approval.
+    Without, run `run_id` again (the latest if None: resume, rollback), its plan and journal
+    read once the lock is held, from this host or ZooKeeper (`open_run`): a crashed run's lock
+    goes with its ZooKeeper session, so the wait is that long; `resumed_by` journals who
+    resumed it, and a completed run is refused. `rollback`: the run is for a rollback.
+    Every record also goes to ZooKeeper's copy; when the run has completed, older runs' copies
+    there are deleted.
     """
-    require_stop_evidence(config, plan, rollback=rollback)
     clock = SystemClock()
     root = Path(config.journal_dir)
-    run_id = new_run_id(clock.now()) if journal is None else journal.run_id
-    wait = NEW_RUN_LOCK_WAIT_S if journal is None else config.zookeeper.session_timeout_s + 5
+    # Refused before anything is contacted where the plan is known here: the new run's, or a
+    # run's whose journal this host holds (one resumed elsewhere is checked once it is read).
+    known = plan if plan is not None else _local_plan(root, run_id)
+    if known is not None:
+        require_stop_evidence(config, known, rollback=rollback)
+    wait = NEW_RUN_LOCK_WAIT_S if plan is not None else config.zookeeper.session_timeout_s + 5
     with session(zk_settings(config)) as zk:
+        if plan is not None:
+            run_id = new_run_id(clock.now())
+        else:
+            run_id = chosen_run(root, zk, config.cluster, run_id)
         lock = RunLock(zk, config.cluster, run_id=run_id)
         lock.acquire(timeout=wait)
+        mirror = JournalMirror(zk, config.cluster, run_id)
+        journal: Journal | None = None
         try:
-            if journal is None:
+            if plan is not None:
                 check_drift(config, zk, plan)
-                journal = Journal.create(root, run_id, plan.to_json(), now=clock.now())
+                journal = Journal.create(
+                    root, run_id, plan.to_json(), now=clock.now(), mirror=mirror
+                )
                 journal.append(
                     JournalEvent.APPROVED,
                     now=clock.now(),
@@ -178,13 +258,54 @@ def locked_run(
                     approved_by=approved_by,
                 )
                 progress(f"run {run_id}: {len(plan.steps)} step(s), journal {journal.path}")
-            elif resumed_by is not None:
-                journal.append(JournalEvent.RUN_RESUMED, now=clock.now(), by=resumed_by)
+            else:
+                journal = open_run(root, zk, config.cluster, run_id, progress)
+                if resumed_by is not None and (
+                    replay(journal.records()).status == RunStatus.COMPLETED
+                ):
+                    raise RefusedError(f"run {run_id} already completed; nothing to resume")
+                plan = plan_from_json(journal.plan())
+                require_stop_evidence(config, plan, rollback=rollback)
+                mirror.catch_up(journal.plan_text(), journal.lines())
+                journal.mirror = mirror
+                if resumed_by is not None:
+                    journal.append(JournalEvent.RUN_RESUMED, now=clock.now(), by=resumed_by)
             log = run_logger(root, run_id, config.cluster, to_stderr=log_json)
             services = _services(config, zk, plan, log, progress, kafka_admin)
-            yield Executor(plan, services, journal, lock)
+            with interrupt.armed():
+                yield Executor(plan, services, journal, lock)
+            _prune(zk, config.cluster, journal, progress)
         finally:
+            if journal is not None and mirror.flush():
+                progress(
+                    f"warning: {mirror.behind} journal record(s) of run {run_id} are on this"
+                    " host only, not in ZooKeeper: resume this run from this host"
+                )
             lock.release()
+
+
+def _local_plan(root: Path, run_id: str | None) -> Plan | None:
+    """The plan of run `run_id` (the latest if None) from this host's journal, if it has one."""
+    chosen = run_id if run_id is not None else latest_run(root)
+    if chosen is None:
+        return None
+    try:
+        return plan_from_json(Journal.open(root, chosen).plan())
+    except JournalError:
+        return None
+
+
+def _prune(zk: ZooKeeperStore, cluster: str, journal: Journal, progress: Progress) -> None:
+    """A completed run's end: ZooKeeper keeps its copy, and no older run's."""
+    if replay(journal.records()).status != RunStatus.COMPLETED:
+        return
+    try:
+        pruned = prune_before(zk, cluster, journal.run_id)
+    except ZooKeeperError as error:
+        progress(f"older runs' journals not deleted from ZooKeeper: {error}")
+        return
+    if pruned:
+        progress(f"deleted {len(pruned)} older run(s)' journal copies from ZooKeeper")
 
 
 def _services(
@@ -195,7 +316,8 @@ def _services(
     progress: Progress,
     kafka_admin: KafkaAdminFactory | None,
 ) -> Services:
-    # The gates the plan was approved with; a plan without them gets its playbooks' own.
+    # The gates the plan was approved with (cluster.yaml's timeouts in them); a plan made
+    # without them gets its playbooks' own, with the timeouts cluster.yaml sets now.
     gates = {name: Timeouts.model_validate(values) for name, values in plan.gates.items()}
     used = {
         plan.playbook,
@@ -204,7 +326,7 @@ def _services(
         *(step.playbook for step in plan.triggers),
     }
     for name in used - set(gates):
-        gates[name] = load_playbook(name).gates
+        gates[name] = cluster_playbook(config, name).gates
 
     return Services(
         config=config,
@@ -215,6 +337,7 @@ def _services(
         log=log,
         progress=progress,
         kafka_admin=kafka_admin,
+        planned_min_isr=plan.min_isr.value if plan.min_isr is not None else None,
     )
 
 
@@ -249,16 +372,10 @@ def resume_run(
     kafka_admin: KafkaAdminFactory | None = None,
 ) -> RunOutcome:
     """Continue a halted or crashed run (default: the latest); done actions are not repeated."""
-    root = Path(config.journal_dir)
-    chosen = run_or_latest(root, run_id)
-    journal = Journal.open(root, chosen)
-    if replay(journal.records()).status == RunStatus.COMPLETED:
-        raise RefusedError(f"run {chosen} already completed; nothing to resume")
-    plan = plan_from_json(journal.plan())
     with locked_run(
         config,
-        plan,
-        journal=journal,
+        None,
+        run_id=run_id,
         resumed_by=resumed_by,
         log_json=log_json,
         progress=progress,
@@ -276,20 +393,27 @@ def rollback_run(
     progress: Progress = lambda _message: None,
 ) -> dict[int, list[str]]:
     """Put back the files run `run_id` deleted (on `broker` only, if given)."""
-    journal = Journal.open(Path(config.journal_dir), run_id)
-    plan = plan_from_json(journal.plan())
     with locked_run(
-        config, plan, journal=journal, rollback=True, log_json=log_json, progress=progress
+        config, None, run_id=run_id, rollback=True, log_json=log_json, progress=progress
     ) as executor:
         return executor.rollback(broker=broker)
 
 
 def record_check(config: ClusterConfig, run_id: str, report: ScanReport, *, now: float) -> None:
-    """The findings of the scan after a run, in the run's journal (and so in its report)."""
-    Journal.open(Path(config.journal_dir), run_id).append(
-        JournalEvent.CHECKED,
-        now=now,
-        status=report.status,
-        summary=report.summary_line(),
-        counts=dict(sorted(report.counts().items())),
-    )
+    """The findings of the scan after a run, in the run's journal (and so in its report),
+    and in ZooKeeper's copy unless ZooKeeper cannot be reached now."""
+    journal = Journal.open(Path(config.journal_dir), run_id)
+    with ExitStack() as stack:
+        try:
+            zk = stack.enter_context(session(zk_settings(config)))
+        except ZooKeeperError:
+            zk = None
+        if zk is not None:
+            journal.mirror = JournalMirror(zk, config.cluster, run_id)
+        journal.append(
+            JournalEvent.CHECKED,
+            now=now,
+            status=report.status,
+            summary=report.summary_line(),
+            counts=dict(sorted(report.counts().items())),
+        )

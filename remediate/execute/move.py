@@ -131,7 +131,7 @@ class MoveRun(StepRun[MoveStep]):
 
     def health_blocker(self, state: ClusterState) -> str | None:
         """A partition offline or below min.insync.replicas that the plan did not expect."""
-        found = degraded(state, self.services.config.min_insync_replicas_default)
+        found = degraded(state, self.services.min_isr_default)
         allowed = self.step.predicted.expected | set(self.plan.unavailable_now)
         unexpected = sorted(str(tp) for tp in found.partitions - allowed)
         if unexpected:
@@ -147,11 +147,8 @@ class MoveRun(StepRun[MoveStep]):
                 continue
             key = (move.broker, move.to_dir)
             needed[key] = needed.get(key, 0) + move.size + int(move.size * HEADROOM)
-        config = self.services.config
         for (broker, log_dir), need in sorted(needed.items()):
-            free = free_space(
-                self.services.transport_for(broker), [log_dir], sudo=config.use_sudo(broker)
-            ).get(log_dir)
+            free = free_space(self.services.transport_for(broker), [log_dir]).get(log_dir)
             if free is None:
                 return f"broker {broker}: the free space of {log_dir} could not be read"
             if free < need:

@@ -1,6 +1,6 @@
 """What the executor reads and waits for: ZooKeeper reads (with a health sample in the journal
-now and then), whether a broker's process runs, its service commands, and the bounded waits
-that halt a run when a gate does not open in time."""
+now and then), whether a broker's process runs, its service commands, what its server.log
+says of its start, and the bounded waits that halt a run when a gate does not open in time."""
 
 from __future__ import annotations
 
@@ -16,12 +16,22 @@ from tenacity import (
 )
 
 from remediate.collect.cluster_state import read_cluster_state
-from remediate.errors import HaltedError, HostKeyError, RemediationError, TransportError
+from remediate.collect.collector import read_file_tail
+from remediate.errors import (
+    CommandTimeoutError,
+    HaltedError,
+    HostKeyError,
+    RemediationError,
+    SudoError,
+    TransportError,
+)
 from remediate.execute.journal import JournalEvent
 from remediate.execute.recorder import Recorder
 from remediate.execute.services import Services
+from remediate.formats.logloading import LogLoading, parse_log_loading, unreadable
 from remediate.formats.znodes import CONTROLLER_EPOCH, decode_controller_epoch
 from remediate.gates import health_sample, stopped_blocker
+from remediate.ports import SERVICE_COMMANDS, CommandKind
 from remediate.state import ClusterState
 
 # Between two reads of a wait. A read is a handful of pipelined requests (for thousands of
@@ -30,20 +40,32 @@ from remediate.state import ClusterState
 POLL_S = 0.02
 SAMPLE_EVERY_S = 1.0
 EXIT_CHECK_S = 1.0  # how often a wait for registration asks the service whether it runs
-SERVICE_TIMEOUT_S = 300.0
+# How much of a starting broker's server.log is read at each look: hundreds of Kafka's
+# log-loading lines, more than any two looks apart need to tell new lines from old.
+SERVER_LOG_TAIL_BYTES = 256 * 1024
 
 Blocker = Callable[[], "str | None"]
+# Asked when a wait's timeout runs out: None grants another timeout; a string is why not,
+# which the halt's message ends with.
+Extension = Callable[[], "str | None"]
 
 
 def dropped_connection(exc: BaseException) -> bool:
-    """A transport error worth retrying: never a host key that failed verification."""
-    return isinstance(exc, TransportError) and not isinstance(exc, HostKeyError)
+    """A transport error worth retrying: never a host key that failed verification, nor a
+    command sudo would not run (both stay so until a person changes the host), nor a command
+    that ran out of time (its timeout is the operator's bound on it)."""
+    return isinstance(exc, TransportError) and not isinstance(
+        exc, HostKeyError | SudoError | CommandTimeoutError
+    )
 
 
 class Probes:
-    def __init__(self, services: Services, recorder: Recorder) -> None:
+    """`service_timeout_s`: how long each service command may run (the plan's gates)."""
+
+    def __init__(self, services: Services, recorder: Recorder, *, service_timeout_s: float) -> None:
         self.services = services
         self.recorder = recorder
+        self.service_timeout_s = service_timeout_s
         self._last_sample = 0.0
         self._topic_cache: dict[int, list[str]] = {}
 
@@ -85,7 +107,7 @@ class Probes:
         whole = self.read() if state is None else state
         self.recorder.record(
             JournalEvent.SAMPLE,
-            **health_sample(whole, self.services.config.min_insync_replicas_default),
+            **health_sample(whole, self.services.min_isr_default),
         )
 
     # -- a broker's state ---------------------------------------------------------------------
@@ -125,6 +147,8 @@ class Probes:
             watch["next"] = now + EXIT_CHECK_S
             try:
                 down = self.process_down(broker)
+            except SudoError:
+                raise  # it will not run until the host's sudoers changes: halt now
             except TransportError:
                 return reason  # unknown: the wait's own timeout still bounds it
             watch["down"] = watch["down"] + 1 if down else 0
@@ -146,7 +170,10 @@ class Probes:
         # Read-only, so a dropped connection is simply retried.
         for attempt in self.over_ssh(f"broker {broker}'s status command", wait_s=1):
             with attempt:
-                return not self.services.transport_for(broker).run(command, timeout=60).ok
+                transport = self.services.transport_for(broker)
+                return not transport.run(
+                    command, timeout=self.service_timeout_s, kind=CommandKind.STATUS
+                ).ok
         raise TransportError("unreachable")  # pragma: no cover
 
     def require_down(self, broker: int, what: str) -> None:
@@ -176,7 +203,10 @@ class Probes:
             with attempt:
                 if attempt.retry_state.attempt_number > 1 and done():
                     return
-                result = self.services.transport_for(broker).run(command, timeout=SERVICE_TIMEOUT_S)
+                transport = self.services.transport_for(broker)
+                result = transport.run(
+                    command, timeout=self.service_timeout_s, kind=SERVICE_COMMANDS[verb]
+                )
                 if not result.ok:
                     raise HaltedError(
                         f"broker {broker}: {verb} command exited {result.exit_code}:"
@@ -209,13 +239,18 @@ class Probes:
         timeout: float,
         what: str,
         stable_for: float = 0.0,
+        on_timeout: Extension | None = None,
     ) -> float:
-        """Poll until `blocker` returns None and keeps doing so for `stable_for` seconds."""
+        """Poll until `blocker` returns None and keeps doing so for `stable_for` seconds, for
+        at most `timeout` seconds, or another `timeout` each time `on_timeout` grants one."""
         clock = self.services.clock
-        start = clock.monotonic()
+        start = period = clock.monotonic()
         since: float | None = None
         last = "not checked"
+        extended = 0
         while True:
+            if self.recorder.waiting:
+                self.recorder.check_stop(f"while waiting for {what}")
             now = clock.monotonic()
             reason = blocker()
             if reason is None:
@@ -224,8 +259,48 @@ class Probes:
                     return round(now - start, 3)
             else:
                 since, last = None, reason
-            if now - start > timeout:
-                raise HaltedError(
-                    f"timed out after {timeout:.0f}s waiting for {what}; last seen: {last}"
-                )
+            if now - period > timeout:
+                why = None if on_timeout is None else on_timeout()
+                if on_timeout is None or why is not None:
+                    raise HaltedError(wait_halted(what, timeout, now - start, extended, last, why))
+                period, extended = now, extended + 1
             clock.sleep(POLL_S)
+
+    # -- a starting broker's own log ----------------------------------------------------------
+
+    def log_loading(self, broker: int) -> LogLoading:
+        """What the broker's server.log (cluster.yaml's `server_log`) says of its latest start;
+        a log that cannot be read is a look that says why."""
+        config = self.services.config
+        path = config.broker(broker).server_log
+        if path is None:
+            return unreadable("no server_log in cluster.yaml")
+        what = f"the read of broker {broker}'s server.log ({path})"
+        try:
+            for attempt in self.over_ssh(what, wait_s=1):
+                with attempt:
+                    tail = read_file_tail(
+                        self.services.transport_for(broker),
+                        str(path),
+                        SERVER_LOG_TAIL_BYTES,
+                        kind=CommandKind.SERVER_LOG,
+                    )
+                    return parse_log_loading(tail.splitlines())
+        except TransportError as exc:
+            return unreadable(str(exc))
+        raise TransportError("unreachable")  # pragma: no cover
+
+
+def wait_halted(
+    what: str, timeout: float, waited: float, extended: int, last: str, why: str | None
+) -> str:
+    """A wait's halt: what it waited for, how long, what it last saw and why it did not wait
+    longer."""
+    if extended:
+        head = (
+            f"timed out after {waited:.0f}s waiting for {what} (the {timeout:g}s timeout,"
+            f" extended {extended} time(s))"
+        )
+    else:
+        head = f"timed out after {timeout:g}s waiting for {what}"
+    return f"{head}; last seen: {last}" + (f"; {why}" if why else "")

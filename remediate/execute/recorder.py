@@ -16,6 +16,7 @@ from remediate.errors import (
     FormatError,
     HaltedError,
     LockLostError,
+    StopRequestedError,
     TransportError,
     ZooKeeperError,
 )
@@ -35,6 +36,10 @@ class Recorder:
         self.lock = lock
         self.ledger = ledger
         self._session_states: queue.SimpleQueue[tuple[float, str]] = queue.SimpleQueue()
+        # The action carried out now is a wait, which a stop request may cut short (it
+        # changes nothing); every other action is finished first.
+        self.waiting = False
+        self._stop_journaled = False
 
     # -- records ------------------------------------------------------------------------------
 
@@ -80,6 +85,16 @@ class Recorder:
 
     # -- actions ------------------------------------------------------------------------------
 
+    def check_stop(self, where: str) -> None:
+        """StopRequestedError if a signal asked the run to stop (journaled once)."""
+        name = self.services.stop_requested()
+        if name is None:
+            return
+        if not self._stop_journaled:
+            self._stop_journaled = True
+            self.record(JournalEvent.STOP_REQUESTED, signal=name, where=where)
+        raise StopRequestedError(name, where)
+
     def finished(self, key: StepKey) -> bool:
         return str(key) in self.ledger.finished
 
@@ -95,17 +110,21 @@ class Recorder:
         *,
         destructive: bool = False,
         once: bool = True,
+        interruptible: bool = True,
     ) -> bool:
         """Carry out `action`, journaled before and after; whether it was carried out now.
 
         With `once` (a run's actions), an action the journal has finished is not repeated:
         it is journaled as skipped. Without (a rollback's, carried out whole each time it is
         asked for), it always runs. Any failure halts the run (HaltedError), the lock's loss
-        as LockLostError."""
+        as LockLostError. A stop asked for by a signal halts the run before the action
+        (StopRequestedError), unless it is not `interruptible` (the start that undoes a stop)."""
         if once and self.finished(key):
             self.skip(key, "finished earlier in this run: not repeated")
             return False
         text = str(key)
+        if interruptible:
+            self.check_stop(f"before {text}")
         resumed = self.ledger.progress.in_flight == text
         failpoint = self.services.failpoint
         self.record(JournalEvent.STEP_STARTED, step=text, resumed=resumed)
@@ -114,7 +133,11 @@ class Recorder:
         try:
             if destructive:
                 self.lock.ensure_held()
-            result = action()
+            self.waiting = interruptible and key.action.startswith("wait ")
+            try:
+                result = action()
+            finally:
+                self.waiting = False
             failpoint(f"{key.action}:done")
         except LockLostError as exc:
             self.record(JournalEvent.STEP_FAILED, step=text, error=str(exc))

@@ -8,13 +8,14 @@ from functools import cached_property, partial
 from typing import Any
 
 from remediate.collect.collector import inspect_broker, read_server_properties
-from remediate.errors import FormatError, HaltedError, TransportError
+from remediate.errors import FormatError, HaltedError, StopRequestedError, TransportError
 from remediate.execute.backup import backup_files, delete_backed_up, verify_backup
 from remediate.execute.decisions import files_disagreeing, stale_holders
 from remediate.execute.journal import JournalEvent
 from remediate.execute.services import RunLedger
+from remediate.execute.startwait import wait_started
 from remediate.execute.stepbase import StepRun
-from remediate.execute.steps import Decision, StepKey
+from remediate.execute.steps import Decision, RunAction, StepKey
 from remediate.gates import (
     Degraded,
     ShutdownAllowance,
@@ -81,6 +82,45 @@ class RestartRun(StepRun[RestartStep]):
 
     def run(self) -> None:
         self.services.progress(f"broker {self.broker}: {self.step.reason}")
+        try:
+            self._run()
+        except StopRequestedError as stop:
+            self.start_again(stop.signal)
+            raise
+
+    def start_again(self, signal: str) -> None:
+        """A stop was asked for: a broker this step stopped and has not started yet is
+        started. With its files deleted that is the step's own start (resume goes on with the
+        waits); before, it is a start of its own, and the stop (and the backup, if made) are
+        journaled as undone, so that resume stops and backs it up again."""
+        act, finished = self.recorder.act, self.recorder.finished
+        start = self.key(Action.START)
+        if not finished(self.key(Action.STOP)) or finished(start):
+            return
+        if Action.START not in self.step.actions:
+            return
+        if finished(self.key(Action.DELETE)):
+            act(start, self.start, destructive=True, interruptible=False)
+            return
+        act(
+            self.key(RunAction.START_AGAIN),
+            self.start,
+            destructive=True,
+            once=False,
+            interruptible=False,
+        )
+        for action in (Action.BACKUP, Action.STOP):
+            key = self.key(action)
+            if finished(key):
+                self.recorder.record(
+                    JournalEvent.STEP_UNDONE,
+                    step=str(key),
+                    reason=f"broker {self.broker} started again before its files were"
+                    f" deleted ({signal}): resume does this again",
+                )
+                self.ledger.finished.discard(str(key))
+
+    def _run(self) -> None:
         act = self.recorder.act
         for action in self.step.actions:
             key = self.key(action)
@@ -125,7 +165,7 @@ class RestartRun(StepRun[RestartStep]):
             expected=config.broker_ids,
             targeted=self.targeted,
             stale=stale_holders(self.plan.fingerprint, state, self.ledger.repaired),
-            min_isr_default=config.min_insync_replicas_default,
+            min_isr_default=self.services.min_isr_default,
             restored={r.topic for r in self.plan.restores},
             accepted=self.accepted,
         )
@@ -138,7 +178,7 @@ class RestartRun(StepRun[RestartStep]):
         if blocker:
             raise HaltedError(f"pre-gate for broker {self.broker}: {blocker}")
         # What was already degraded before the step: the post-gate compares against it.
-        before = degraded(state, self.services.config.min_insync_replicas_default)
+        before = degraded(state, self.services.min_isr_default)
         self._before = before
         return {"blocker": None, "predicted": self.step.predicted.to_json(), **before.to_json()}
 
@@ -201,12 +241,15 @@ class RestartRun(StepRun[RestartStep]):
     def backup(self) -> dict[str, Any]:
         config = self.services.config
         self.probes.require_down(self.broker, "backed up")
+        # A backup undone (its broker started again after a stop request) is made afresh
+        # under a label of its own: the files may have changed while the broker ran.
+        journaled = self.ledger.progress.steps.get(str(self.key(Action.BACKUP)))
+        again = f"-again{journaled.undone}" if journaled is not None and journaled.undone else ""
         backup = backup_files(
             self.services.transport_for(self.broker),
             self.step.files,
             backup_dir=f"{str(config.backup_dir).rstrip('/')}/{self.recorder.journal.run_id}",
-            label=f"step{self.index + 1}-broker{self.broker}",
-            sudo=config.use_sudo(self.broker),
+            label=f"step{self.index + 1}-broker{self.broker}{again}",
         )
         self.ledger.backups[self.broker] = backup
         self.services.progress(
@@ -221,9 +264,8 @@ class RestartRun(StepRun[RestartStep]):
         if backup is None:
             raise HaltedError(f"broker {broker}: no verified backup in the journal")
         transport = self.services.transport_for(broker)
-        sudo = self.services.config.use_sudo(broker)
-        verify_backup(transport, backup, sudo=sudo)
-        deleted = delete_backed_up(transport, backup, sudo=sudo)
+        verify_backup(transport, backup)
+        deleted = delete_backed_up(transport, backup)
         # Gone before this call (a crash in the middle of an earlier delete): the script
         # refuses unless every file is gone now, and each is in the verified backup.
         gone = [e.path for e in backup.entries if e.path not in deleted]
@@ -252,12 +294,15 @@ class RestartRun(StepRun[RestartStep]):
                 decision=f"broker {broker} is not running on resume: starting it again",
             )
             self._start_service()
-        self.probes.wait(
+        waited = wait_started(
+            self.probes,
+            self.recorder,
+            broker,
             self.probes.registration_blocker(broker),
             timeout=self.gates.start_timeout_s,
-            what=f"broker {broker} to register",
+            step=str(StepKey.for_broker(None, broker, Action.WAIT_REGISTERED)),
         )
-        return {"registered": broker}
+        return {"registered": broker, **waited}
 
     def wait_in_sync(self) -> dict[str, Any]:
         """The post-gate: the broker registered and back in the ISR of every partition it
@@ -266,7 +311,7 @@ class RestartRun(StepRun[RestartStep]):
         with a replica on it; the next pre-gate reads the whole cluster)."""
         broker = self.broker
         before = self.baseline()
-        min_isr = self.services.config.min_insync_replicas_default
+        min_isr = self.services.min_isr_default
         seen: dict[str, frozenset[TopicPartition]] = {}
 
         def blocker() -> str | None:

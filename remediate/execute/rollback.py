@@ -17,6 +17,7 @@ from remediate.execute.journal import JournalEvent
 from remediate.execute.probes import Probes
 from remediate.execute.recorder import Recorder
 from remediate.execute.services import Services
+from remediate.execute.startwait import wait_started
 from remediate.execute.steps import Decision, RunAction, StepKey
 from remediate.gates import StaleIdHolder, pre_restart_blocker
 from remediate.plan import Plan
@@ -82,7 +83,7 @@ class BrokerRollback:
             expected=config.broker_ids,
             targeted=(),
             stale=StaleIdHolder({}),
-            min_isr_default=config.min_insync_replicas_default,
+            min_isr_default=self.services.min_isr_default,
         )
         self.recorder.record(
             JournalEvent.GATE, step=self.key(Decision.ROLLBACK_GATE), blocker=blocker
@@ -105,11 +106,7 @@ class BrokerRollback:
     def restore(self) -> dict[str, Any]:
         broker = self.broker
         self.probes.require_down(broker, "restored")
-        paths = restore_backup(
-            self.services.transport_for(broker),
-            self.backup,
-            sudo=self.services.config.use_sudo(broker),
-        )
+        paths = restore_backup(self.services.transport_for(broker), self.backup)
         self.restored = list(paths)
         self.recorder.record(
             JournalEvent.ROLLBACK_RESTORED,
@@ -125,12 +122,15 @@ class BrokerRollback:
 
     def wait_registered(self) -> dict[str, Any]:
         broker = self.broker
-        self.probes.wait(
+        waited = wait_started(
+            self.probes,
+            self.recorder,
+            broker,
             partial(self.probes.unregistered_blocker, broker),
             timeout=self.gates.start_timeout_s,
-            what=f"broker {broker} to register",
+            step=self.key(Action.WAIT_REGISTERED),
         )
-        return {"registered": broker}
+        return {"registered": broker, **waited}
 
 
 def rollback(

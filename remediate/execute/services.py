@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from remediate.config import ClusterConfig
-from remediate.execute import failpoints
+from remediate.execute import failpoints, interrupt
 from remediate.execute.backup import Backup
 from remediate.execute.journal import RunProgress, RunStatus
 from remediate.kafka_admin import KafkaAdmin
@@ -30,8 +30,19 @@ class Services:
     progress: Callable[[str], None] = lambda _message: None
     # Called at every named point of a run (remediate/execute/failpoints.py).
     failpoint: Callable[[str], None] = failpoints.hit
+    # The signal that asked the run to stop, if one did (remediate/execute/interrupt.py).
+    stop_requested: Callable[[], str | None] = interrupt.requested
     # Opens a client of Kafka's admin requests (a plan that moves replicas needs one).
     kafka_admin: Callable[[ClusterState], KafkaAdmin] | None = None
+    # min.insync.replicas for a topic without an override, as the plan resolved it
+    # (remediate/minisr.py); None: a plan made without it, cluster.yaml's value.
+    planned_min_isr: int | None = None
+
+    @property
+    def min_isr_default(self) -> int:
+        if self.planned_min_isr is not None:
+            return self.planned_min_isr
+        return self.config.min_insync_replicas_default
 
 
 @dataclass(frozen=True)

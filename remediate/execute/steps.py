@@ -49,6 +49,9 @@ class RunAction(StrEnum):
     CONVERGE = "wait converged"
     # A rollback puts a broker's verified backup back, between its stop and its start.
     RESTORE_BACKUP = "restore"
+    # A broker the run stopped, started again because a signal asked the run to stop before
+    # its files were deleted (the stop, and the backup if made, are then undone).
+    START_AGAIN = "start again"
 
 
 # A rollback's actions, broker by broker.

@@ -15,8 +15,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, TypeVar
 
+from remediate.minisr import PlannedMinIsr
 from remediate.plan.fingerprint import Fingerprint
 from remediate.plan.moves import ReplicaMove
 from remediate.playbook import Action
@@ -60,6 +62,8 @@ class PlanOptions:
     allow_unsafe: bool = False
     include_topics: frozenset[str] = frozenset()
     min_isr_default: int = 1
+    # Where `min_isr_default` came from (remediate/minisr.py); the plan records it.
+    min_isr: PlannedMinIsr | None = None
     created_at: str | None = None
     # Which repair to plan: "auto" (the least harm the model predicts), "keep-zk-id" or
     # "restore-id" (plan/availability.py); with `restore_only`, only the restore phase of
@@ -349,6 +353,15 @@ class TriggerStep:
 AnyStep = RestartStep | RestoreStep | MoveStep | TriggerStep
 
 
+class PlanVerdict(StrEnum):
+    """What a plan allows: to be applied as it is, only once someone accepts the partitions
+    it makes unavailable (`--accept-unavailable`, or approving its digest), or nothing."""
+
+    READY = "ready"
+    NEEDS_ACCEPTANCE = "needs-acceptance"
+    REFUSED = "refused"
+
+
 @dataclass(frozen=True)
 class Plan:
     cluster: str
@@ -371,6 +384,10 @@ class Plan:
     candidates: tuple[Candidate, ...] = ()
     newly_unavailable: Mapping[TopicPartition, tuple[str, ...]] = field(default_factory=dict)
     unavailable_now: tuple[TopicPartition, ...] = ()
+    # The min.insync.replicas a topic without an override gets, and each topic the plan
+    # touches with where its value came from (the gates and the model used these).
+    min_isr: PlannedMinIsr | None = None
+    min_isr_topics: Mapping[str, PlannedMinIsr] = field(default_factory=dict)
     digest: str = field(default="", compare=False)
 
     @property
@@ -381,6 +398,14 @@ class Plan:
     def needs_acceptance(self) -> bool:
         """The plan makes partitions unavailable that are available now."""
         return bool(self.newly_unavailable)
+
+    @property
+    def verdict(self) -> PlanVerdict:
+        if self.refused:
+            return PlanVerdict.REFUSED
+        if self.needs_acceptance:
+            return PlanVerdict.NEEDS_ACCEPTANCE
+        return PlanVerdict.READY
 
     @property
     def restarts(self) -> tuple[RestartStep, ...]:
@@ -399,12 +424,13 @@ class Plan:
         return tuple(s for s in self.steps if isinstance(s, TriggerStep))
 
     def body(self) -> dict[str, Any]:
-        """Everything the digest covers."""
+        """Everything the digest covers: what the plan does and the state it was made from.
+        Not when it was made: a plan made again from the same state, with the same options,
+        has the same digest (`fix --yes --approve` relies on it)."""
         return {
             "format": PLAN_FORMAT,
             "cluster": self.cluster,
             "cluster_id": self.cluster_id,
-            "created_at": self.created_at,
             "playbook": self.playbook,
             "playbook_version": self.playbook_version,
             "controller": self.controller,
@@ -419,13 +445,27 @@ class Plan:
             "candidates": [c.to_json() for c in self.candidates],
             "newly_unavailable": _phases_to_json(self.newly_unavailable),
             "unavailable_now": names(self.unavailable_now),
+            **(
+                {
+                    "min_isr": {
+                        "brokers": self.min_isr.to_json(),
+                        "topics": {t: m.to_json() for t, m in sorted(self.min_isr_topics.items())},
+                    }
+                }
+                if self.min_isr is not None
+                else {}
+            ),
         }
 
     def to_json(self) -> dict[str, Any]:
+        body = self.body()
+        head = {key: body.pop(key) for key in ("format", "cluster", "cluster_id")}
         return {
             "digest": self.digest or compute_digest(self.body()),
             "refused": self.refused,
-            **self.body(),
+            **head,
+            "created_at": self.created_at,
+            **body,
         }
 
 
@@ -535,5 +575,17 @@ def plan_from_json(document: Mapping[str, Any]) -> Plan:
         candidates=tuple(Candidate.from_json(c) for c in document.get("candidates", ())),
         newly_unavailable=_phases_from_json(document.get("newly_unavailable", {})),
         unavailable_now=partitions_from_json(document.get("unavailable_now", ())),
+        **_min_isr_from_json(document.get("min_isr")),
     )
     return with_digest(plan)
+
+
+def _min_isr_from_json(document: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not document:
+        return {}
+    return {
+        "min_isr": PlannedMinIsr.from_json(document["brokers"]),
+        "min_isr_topics": {
+            str(t): PlannedMinIsr.from_json(m) for t, m in dict(document["topics"]).items()
+        },
+    }

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from remediate.formats.logdir import PARTITION_METADATA
+from remediate.minisr import PlannedMinIsr, topic_min_isr
 from remediate.plan.availability import (
     Model,
     MoveOp,
@@ -363,16 +364,45 @@ def make_plan(
             estimate_s=estimate,
             created_at=options.created_at,
             notes=tuple(notes),
-            gates={
-                p.name: p.gates.model_dump(mode="json")
-                for p in (playbook, restore)
-                if p is not None
-            },
+            gates=_gates(steps, playbook, restore, moves),
             candidates=candidates if len(candidates) > 1 else (),
             newly_unavailable=timeline.newly_unavailable() if steps else {},
             unavailable_now=tuple(sorted(timeline.unavailable_now)) if steps else (),
+            min_isr=options.min_isr,
+            min_isr_topics=_min_isr_topics(state, steps, options),
         )
     )
+
+
+def _min_isr_topics(
+    state: ClusterState, steps: Sequence[AnyStep], options: PlanOptions
+) -> dict[str, PlannedMinIsr]:
+    """Each topic with a partition on a step's broker: its min.insync.replicas and source."""
+    if options.min_isr is None:
+        return {}
+    brokers = {s.broker for s in steps if isinstance(s, RestartStep)}
+    topics = {tp.topic for b in brokers for tp in state.partitions_on(b)}
+    topics |= {s.topic for s in steps if isinstance(s, RestoreStep)}
+    topics |= {tp.topic for s in steps for tp in getattr(s, "partitions", ())}
+    return {
+        t: topic_min_isr(t, state.topics[t].config, options.min_isr)
+        for t in sorted(topics)
+        if t in state.topics
+    }
+
+
+def _gates(
+    steps: Sequence[AnyStep],
+    playbook: Playbook,
+    restore: Playbook | None,
+    moves: Playbook | None,
+) -> dict[str, dict[str, object]]:
+    """The gate parameters of every playbook the plan uses, as given (cluster.yaml's timeouts
+    already in them): approved with the plan, and what its run waits by."""
+    used = [playbook, restore]
+    if moves is not None and any(isinstance(s, (MoveStep, TriggerStep)) for s in steps):
+        used.append(moves)
+    return {p.name: p.gates.model_dump(mode="json") for p in used if p is not None}
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import ValidationError
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from remediate.plan import MoveStep, Plan, Prediction, RestoreStep, TriggerStep
 from remediate.plan.model import by_name, names
+from remediate.playbook import Timeouts
 from remediate.state import TopicPartition
 
 
@@ -55,6 +57,49 @@ def _model_lines(plan: Plan) -> list[object]:
     return parts
 
 
+def min_isr_lines(plan: Plan) -> list[str]:
+    """Where the plan's min.insync.replicas came from: the brokers' value, then each topic
+    the plan touches that overrides it."""
+    if plan.min_isr is None:
+        return []
+    lines = [f"min.insync.replicas without a topic override: {plan.min_isr}"]
+    lines += [
+        f"min.insync.replicas of {topic}: {m}"
+        for topic, m in sorted(plan.min_isr_topics.items())
+        if m != plan.min_isr
+    ]
+    return lines
+
+
+def min_isr_of(plan: Plan, topics: Iterable[str]) -> str:
+    """The min.insync.replicas of `topics` with its source, as the plan resolved it."""
+    said: dict[str, list[str]] = {}
+    for topic in sorted(set(topics)):
+        known = plan.min_isr_topics.get(topic, plan.min_isr)
+        if known is not None:
+            said.setdefault(str(known), []).append(topic)
+    return "; ".join(f"{', '.join(t)}: min.insync.replicas {m}" for m, t in said.items())
+
+
+def _waits(plan: Plan, loading: str) -> list[str]:
+    """The timeouts each playbook of the plan waits by, as the plan records them (cluster.yaml's
+    `timeouts` already in them), one line per playbook; `loading` says that the start waits on
+    while the broker loads its logs."""
+    lines = []
+    for name, values in sorted(plan.gates.items()):
+        try:
+            t = Timeouts.model_validate(values)
+        except ValidationError:
+            lines.append(f"{name}: not valid gates ({dict(values)!r})")
+            continue
+        lines.append(
+            f"{name}: stop {_duration(t.stop_timeout_s)}, start {_duration(t.start_timeout_s)}"
+            f" ({loading}), in sync {_duration(t.in_sync_timeout_s)}, each service command"
+            f" {_duration(t.service_command_timeout_s)}"
+        )
+    return lines
+
+
 def _throttle(step: MoveStep) -> str:
     if step.throttle is None:
         return ""
@@ -79,6 +124,10 @@ def plan_table(plan: Plan) -> Group:
     )
     header.append(f"\ndigest {plan.digest}\ncontroller: broker {plan.controller}")
     header.append(f"; {len(plan.steps)} step(s), about {_duration(plan.estimate_s)}")
+    for line in _waits(plan, "more while it loads its logs"):
+        header.append(f"\ntimeouts of {line}")
+    for line in min_isr_lines(plan):
+        header.append(f"\n{line}")
     table = Table("#", "broker", "reason", "partitions", "files", "while down", show_lines=True)
     for number, step in enumerate(plan.steps, 1):
         if isinstance(step, RestoreStep):
@@ -156,7 +205,8 @@ def _impact_markdown(plan: Plan) -> list[str]:
             "",
             "The availability model predicts that these partitions, available now, have no"
             " leader that accepts acks=all writes during these steps. Approving this digest"
-            " (`apply --approve`) accepts it; `fix --yes` needs `--accept-unavailable`.",
+            " (`apply --approve`, or `fix --yes --approve`) accepts it; `fix --yes` alone"
+            " needs `--accept-unavailable`.",
             "",
             "| partition | unavailable during |",
             "|---|---|",
@@ -165,6 +215,9 @@ def _impact_markdown(plan: Plan) -> list[str]:
             f"| `{tp}` | {', '.join(phases)} |" for tp, phases in by_name(plan.newly_unavailable)
         ]
         lines.append("")
+        if plan.min_isr is not None:
+            topics = {tp.topic for tp in plan.newly_unavailable}
+            lines += [f"Judged with {min_isr_of(plan, topics)}.", ""]
     if plan.unavailable_now:
         lines += [
             "Already unavailable now (the repair cannot make them worse; see each step for"
@@ -242,6 +295,11 @@ def plan_markdown(
         f"- Cluster id: `{plan.cluster_id}`; active controller: broker {plan.controller}",
         f"- Made: {plan.created_at or 'unknown'}",
         f"- Steps: {len(plan.steps)}; expected duration: about {_duration(plan.estimate_s)}",
+        *[
+            f"- Timeouts of {line}"
+            for line in _waits(plan, "more while the broker's server.log shows its logs loading")
+        ],
+        *[f"- {line}" for line in min_isr_lines(plan)],
         "",
     ]
     if plan.refused:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kazoo.client import KazooClient
 
-from remediate.kafka_admin import BrokerLogDirs, Partition, Replica
+from remediate.kafka_admin import BrokerLogDirs, DescribedSetting, Partition, Replica
 from remediate.sandbox import admin, wire
 
 
@@ -78,6 +78,13 @@ class SandboxAdmin:
 
     def broker_setting(self, broker: int, name: str) -> str | None:
         return admin.broker_settings(self.zk, broker).get(name)
+
+    def effective_setting(self, broker: int, name: str) -> DescribedSetting:
+        # The sandbox's cluster.yaml names each broker's server.properties: its settings are
+        # read there, as on a production broker without Kafka's admin API configured.
+        return DescribedSetting(
+            None, error=f"the emulated broker {broker} takes no DescribeConfigs"
+        )
 
     def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
         # The emulated brokers take no settings request: the admin writes ZooKeeper as a

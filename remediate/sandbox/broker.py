@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +56,15 @@ from remediate.sandbox.config import BrokerSettings, read_server_properties
 from remediate.sandbox.controller import Controller
 from remediate.sandbox.replica import (
     FatalStartupError,
+    LogDir,
     ReplicaManager,
     load_future_logs,
     load_log_dirs,
 )
+from remediate.sandbox.storage import PartitionLog
 
 log = logging.getLogger("kafka.server.KafkaServer")
+manager = logging.getLogger("kafka.log.LogManager")
 
 PERSISTENT_PATHS = (
     "/consumers",
@@ -111,19 +115,7 @@ class Broker:
                     " another process or thread is using this directory."
                 ) from exc
             self._lock_handles.append(handle)
-        for log_dir in settings.log_dirs:
-            marker = log_dir / CLEAN_SHUTDOWN
-            if marker.exists():
-                marker.unlink()
-            else:
-                log.info(
-                    "Found no clean shutdown file in %s; recovering unflushed segments", log_dir
-                )
-        log_dirs, logs = load_log_dirs(settings.log_dirs, settings.kafka_version)
-        recovery_s = settings.get_int("sandbox.log.recovery.ms") / 1000.0
-        if recovery_s > 0 and self.shutdown_requested.wait(recovery_s):
-            raise FatalStartupError("shut down while loading logs")
-        log.info("Loaded %d logs from %d log dirs", len(logs), len(log_dirs))
+        log_dirs, logs = self._load_logs()
 
         session_timeout = settings.get_int("zookeeper.session.timeout.ms") / 1000.0
         self.zk = KazooClient(hosts=settings.zookeeper_connect, timeout=session_timeout)
@@ -164,6 +156,60 @@ class Broker:
         ):
             threading.Thread(target=target, name=name, daemon=True).start()
         log.info("[KafkaServer id=%d] started", self.broker_id)
+
+    def _load_logs(self) -> tuple[list[LogDir], dict[tuple[str, int], PartitionLog]]:
+        """LogManager.loadLogs, with Kafka's own lines (log/LogManager.scala at 2.8.2 and
+        3.4.1): each log dir's clean shutdown file taken away (its recovery skipped) or found
+        missing (its logs recovered), then one line per log loaded. The logs are read at once;
+        `sandbox.log.recovery.ms` is the time the loading takes, spread evenly over the logs
+        (a line after each), as a real broker's recovery of large logs."""
+        settings = self.settings
+        dirs = settings.log_dirs
+        manager.info("Loading logs from log dirs ArraySeq(%s)", ", ".join(map(str, dirs)))
+        for path in dirs:
+            marker = path / CLEAN_SHUTDOWN
+            if marker.exists():
+                manager.info(
+                    "Skipping recovery for all logs in %s since clean shutdown file was found",
+                    path,
+                )
+                marker.unlink()
+            else:
+                manager.info(
+                    "Attempting recovery for all logs in %s since no clean shutdown file was found",
+                    path,
+                )
+        began = time.monotonic()
+        log_dirs, logs = load_log_dirs(dirs, settings.kafka_version)
+        recovery_s = settings.get_int("sandbox.log.recovery.ms") / 1000.0
+        per_log = recovery_s / len(logs) if logs else recovery_s
+        if not logs and per_log > 0 and self.shutdown_requested.wait(per_log):
+            raise FatalStartupError("shut down while loading logs")
+        word = "loaded" if settings.kafka_version == "2.8" else "completed"
+        for log_dir in log_dirs:
+            loaded = [(tp, p) for tp, p in sorted(logs.items()) if p.dir.parent == log_dir.path]
+            for number, ((topic, partition), partition_log) in enumerate(loaded, 1):
+                started = time.monotonic()
+                if per_log > 0 and self.shutdown_requested.wait(per_log):
+                    raise FatalStartupError("shut down while loading logs")
+                topic_id = partition_log.topic_id
+                manager.info(
+                    "Completed load of Log(dir=%s, %stopic=%s, partition=%d, highWatermark=0,"
+                    " lastStableOffset=0, logStartOffset=0, logEndOffset=%d) with 1 segments in"
+                    " %dms (%d/%d %s in %s)",
+                    partition_log.dir,
+                    f"topicId={topic_id}, " if topic_id and settings.kafka_version != "2.8" else "",
+                    topic,
+                    partition,
+                    partition_log.log_end_offset,
+                    (time.monotonic() - started) * 1000,
+                    number,
+                    len(loaded),
+                    word,
+                    log_dir.path,
+                )
+        manager.info("Loaded %d logs in %dms.", len(logs), (time.monotonic() - began) * 1000)
+        return log_dirs, logs
 
     def _cluster_id(self) -> str:
         assert self.zk is not None
@@ -284,8 +330,34 @@ class Broker:
 
             self.zk.DataWatch(topic_config_path(topic), on_change)
         value = self._topic_configs.get(topic, {}).get("min.insync.replicas")
-        default = self.settings.get_int("min.insync.replicas")
-        return int(value) if value is not None and value.isdigit() else default
+        return int(value) if value is not None and value.isdigit() else self._broker_min_isr()
+
+    def _broker_min_isr(self) -> int:
+        """Kafka's order for a broker's own setting: its dynamic one (/config/brokers/<id>),
+        the cluster's dynamic default (/config/brokers/<default>), its server.properties."""
+        assert self.zk is not None
+        entities = (str(self.broker_id), "<default>")
+        for entity in entities:
+            key = f"/config/brokers/{entity}"
+            if key not in self._watched_configs:
+                self._watched_configs.add(key)
+                self.zk.DataWatch(key, self._config_watcher(key))
+        for entity in entities:
+            value = self._topic_configs.get(f"/config/brokers/{entity}", {}).get(
+                "min.insync.replicas"
+            )
+            if value is not None and value.isdigit():
+                return int(value)
+        return self.settings.get_int("min.insync.replicas")
+
+    def _config_watcher(self, key: str) -> Callable[[bytes | None, ZnodeStat | None], None]:
+        def on_change(data: bytes | None, _stat: ZnodeStat | None) -> None:
+            try:
+                self._topic_configs[key] = decode_topic_config(data, source=key) if data else {}
+            except FormatError:
+                self._topic_configs[key] = {}
+
+        return on_change
 
     def _controller_endpoint(self) -> tuple[int, str, int] | None:
         assert self.zk is not None

@@ -474,13 +474,13 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
                 broker_dir(directory, broker.broker_id) / "logs" / "state-change.log"
             ),
         }
+        # The broker's file, as on a production broker: the tool reads min.insync.replicas
+        # from it, and a real broker's log dirs and controlled-shutdown settings too.
+        entry["server_properties"] = str(
+            broker_dir(directory, broker.broker_id) / "server.properties"
+        )
         if state.real_kafka is not None:
-            # A real broker's file holds Kafka's own keys only: the tool reads its log dirs
-            # and controlled-shutdown settings from it, as on a production broker.
             del entry["log_dirs"]
-            entry["server_properties"] = str(
-                broker_dir(directory, broker.broker_id) / "server.properties"
-            )
         if state.ssh and broker.ssh_port:
             entry["ssh_port"] = broker.ssh_port
         brokers.append(entry)
@@ -500,7 +500,6 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
                 ' | grep -qF -- "$d/server.properties" || exit 3'
             ),
         },
-        "min_insync_replicas_default": 1,
         "backup_dir": str(directory / "backups"),
         "journal_dir": str(directory / "journal"),
         "spark": {"master": "local[2]"},

@@ -106,6 +106,9 @@ def server_properties(
         "offsets.topic.replication.factor": internal_rf,
         "transaction.state.log.replication.factor": internal_rf,
         "transaction.state.log.min.isr": str(min(2, brokers)),
+        # Broker-wide, as production clusters with RF 3 set it (and as the emulator's brokers
+        # run): topics without an override get it; the tool reads it from this file.
+        "min.insync.replicas": str(min(2, brokers)),
     }
     values.update(overrides or {})
     return values
@@ -157,9 +160,10 @@ def last_lines(logs_dir: Path, count: int = 20) -> str:
 
 
 # KafkaServer's lifecycle lines (server/KafkaServer.scala at 2.8.2 and 3.4.1: "starting",
-# "started", "shutting down", "shut down completed").
+# "started", "shutting down", "shut down completed"). "starting" is logged before the broker
+# id is known, so without the "[KafkaServer id=N] " prefix the others carry.
 _LIFECYCLE = re.compile(
-    rb"\[KafkaServer id=\d+\] (starting|started|shutting down|shut down completed)"
+    rb"(?:\[KafkaServer id=\d+\] |INFO )(starting|started|shutting down|shut down completed)"
     rb" \(kafka\.server\.KafkaServer\)"
 )
 

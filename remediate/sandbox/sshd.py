@@ -2,7 +2,12 @@
 
 `sandbox up --ssh` generates a host key per broker, one client key and a known_hosts file
 listing every broker's host key, so that the tool connects with strict host-key checking as
-it would to real brokers.
+it would to real brokers. The client key logs in as any local user (root in the sandbox's
+cluster.yaml; an unprivileged account with sudo in the tests of `sudo: true`): sshd reads the
+sandbox's authorized key as root, through AuthorizedKeysCommand, since another user cannot
+read the sandbox's directory. `up` can start each sshd through a launcher of the caller's
+(for one, a private mount namespace in which the broker's directories sit at a production
+host's paths).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -21,6 +26,7 @@ from remediate.sandbox import process, zkserver
 
 SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")
+CAT = Path("/bin/cat")
 
 
 class SshBroker(Protocol):
@@ -55,7 +61,9 @@ def _config(ssh_dir: Path, broker_id: int, host: str, port: int) -> Path:
                 f"ListenAddress {host}:{port}",
                 f"HostKey {ssh_dir / f'host-{broker_id}_ed25519'}",
                 f"PidFile {ssh_dir / f'sshd-{broker_id}.pid'}",
-                f"AuthorizedKeysFile {ssh_dir / 'authorized_keys'}",
+                "AuthorizedKeysFile none",
+                f"AuthorizedKeysCommand {CAT} {ssh_dir / 'authorized_keys'}",
+                "AuthorizedKeysCommandUser root",
                 "PermitRootLogin prohibit-password",
                 "PubkeyAuthentication yes",
                 "PasswordAuthentication no",
@@ -81,7 +89,12 @@ def _listening(host: str, port: int) -> bool:
         return False
 
 
-def up(directory: Path, brokers: Sequence[SshBroker]) -> None:
+# The argv that starts one broker's sshd, from the broker and sshd's own argv (which
+# daemonizes: the launcher's command returns once sshd listens in the background).
+Launcher = Callable[[SshBroker, list[str]], list[str]]
+
+
+def up(directory: Path, brokers: Sequence[SshBroker], *, launcher: Launcher | None = None) -> None:
     if not SSHD.exists():
         raise SandboxError(
             f"{SSHD} is missing: run `make setup` or `apt-get install openssh-server`"
@@ -102,11 +115,23 @@ def up(directory: Path, brokers: Sequence[SshBroker]) -> None:
         key_type, key, *_ = (ssh_dir / f"host-{broker.broker_id}_ed25519.pub").read_text().split()
         known_hosts.append(f"[{broker.host}]:{broker.ssh_port} {key_type} {key}")
         if not _listening(broker.host, broker.ssh_port):
-            subprocess.run(
-                [str(SSHD), "-f", str(config), "-E", str(ssh_dir / f"sshd-{broker.broker_id}.log")],
-                check=True,
+            argv = [
+                str(SSHD),
+                "-f",
+                str(config),
+                "-E",
+                str(ssh_dir / f"sshd-{broker.broker_id}.log"),
+            ]
+            started = subprocess.run(
+                argv if launcher is None else launcher(broker, argv),
+                check=False,
                 capture_output=True,
+                text=True,
             )
+            if started.returncode != 0:
+                raise SandboxError(
+                    f"sshd for broker {broker.broker_id} did not start: {started.stderr.strip()}"
+                )
         deadline = time.monotonic() + 15
         while not _listening(broker.host, broker.ssh_port):
             if time.monotonic() > deadline:

@@ -27,12 +27,27 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
+from remediate.errors import SparkNotInstalledError
 from remediate.scan import archive as cds
 
 DEFAULT_MASTER = "local[*]"
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Lines the driver JVM prints on stderr at start-up that carry nothing for the user.
 JVM_NOISE = ("WARNING: Using incubator modules:",)
+# What installs Spark for `scan`, `plan` and `fix` (pyproject.toml's `spark` extra).
+SPARK_INSTALL = "pip install 'remediate[spark]'"
+
+
+def require_pyspark() -> None:
+    """Raise SparkNotInstalledError, in one line naming the install, unless PySpark is
+    importable (looked up, not imported: a command that does not classify on Spark never
+    loads it)."""
+    if cds.spark_home() is None:
+        raise SparkNotInstalledError(
+            "this command classifies on Spark and PySpark is not installed here:"
+            f" {SPARK_INSTALL} (the spark extra; Spark also needs a Java runtime);"
+            " check, and scan --engine duckdb, run without it"
+        )
 
 
 def settings(master: str, conf: Mapping[str, str] | None) -> dict[str, str]:
@@ -85,6 +100,7 @@ def spark_session(
 ) -> Any:
     """A SparkSession for the scan (an existing one in this process is reused). With
     `archive`, the driver maps the class-data archive built for its Java and jars, if any."""
+    require_pyspark()
     prepare_environment()
     # Spark is only needed when scanning on it.
     from pyspark import SparkConf, SparkContext  # noqa: PLC0415
@@ -186,6 +202,7 @@ class BackgroundSession:
         *,
         warm: bool = False,
     ):
+        require_pyspark()  # here, not in the thread: before the caller reads the cluster
         self._collected = threading.Event()
         self._lock = threading.Lock()
         self._warming: Any = None  # the session while it warms up

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from remediate.execute.journal import Journal
 from remediate.execute.steps import StepKey
@@ -30,7 +31,7 @@ from remediate.sandbox.reproduce import (
     partition_states,
     replica_file_ids,
 )
-from tests.execute.sandbox_tools import run_cli
+from tests.execute.sandbox_tools import plan_exit_code, run_cli
 from tests.wait import wait_until
 
 TOPIC = "orders"
@@ -102,12 +103,15 @@ def reproduce_and_plan(
     session_timeout_s: float | None = None,
     candidate: str = "auto",
     move_throttle: int | None = None,
+    replication_2_topic: str | None = None,
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
     `plan -o plan.json --format markdown` (one scan gives both). Whatever fails on the way,
     the sandbox is taken down before the failure goes on. `move_throttle`: cluster.yaml's
-    copy throttle for the repairs that move replicas."""
+    copy throttle for the repairs that move replicas. `replication_2_topic`: a healthy topic
+    of one partition with 2 replicas and no override, created before the plan (with the
+    brokers' min.insync.replicas=2, a restart of either replica leaves it unwritable)."""
     state = cluster.up(directory, brokers=brokers, kafka_version="2.8", kafka=kafka)
     try:
         settings = yaml.safe_load((directory / "cluster.yaml").read_text())
@@ -117,15 +121,19 @@ def reproduce_and_plan(
         if move_throttle is not None:
             settings["kafka"]["move_throttle_bytes_per_s"] = move_throttle
         (directory / "cluster.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
-        return _reproduce_and_plan(directory, state, candidate)
+        return _reproduce_and_plan(directory, state, candidate, replication_2_topic)
     except BaseException:
         cluster.down(directory)
         raise
 
 
-def _reproduce_and_plan(directory: Path, state: cluster.SandboxState, candidate: str) -> Reproduced:
+def _reproduce_and_plan(
+    directory: Path, state: cluster.SandboxState, candidate: str, replication_2_topic: str | None
+) -> Reproduced:
     zk = cluster.zk_client(state)
     admin.create_topic(zk, BYSTANDER, BYSTANDER_PARTITIONS, 3, config={"min.insync.replicas": "2"})
+    if replication_2_topic is not None:
+        admin.create_topic(zk, replication_2_topic, 1, 2)
     incident = Incident(directory, topic=TOPIC)
     try:
         result = incident.run()
@@ -143,6 +151,12 @@ def _reproduce_and_plan(directory: Path, state: cluster.SandboxState, candidate:
         f"every replica of {BYSTANDER} to hold its id in partition.metadata",
         timeout=60,
     )
+    if replication_2_topic is not None:
+        wait_until(
+            lambda: isr_size(zk, replication_2_topic, 0) == 2,
+            f"both replicas of {replication_2_topic} in its ISR",
+            timeout=60,
+        )
     stale_files = {
         str(path)
         for path, data in metadata_files(state, TOPIC).items()
@@ -163,7 +177,11 @@ def _reproduce_and_plan(directory: Path, state: cluster.SandboxState, candidate:
         "--candidate",
         candidate,
     )
-    assert planned.returncode == 0, planned.stdout[-3000:] + planned.stderr[-3000:]
+    plan = json.loads(plan_path.read_text())
+    # 6: the plan makes partitions unavailable that work now (the tests accept it).
+    assert planned.returncode == plan_exit_code(plan) and not plan["refused"], (
+        planned.stdout[-3000:] + planned.stderr[-3000:]
+    )
     return Reproduced(
         directory=directory,
         state=state,
@@ -171,12 +189,20 @@ def _reproduce_and_plan(directory: Path, state: cluster.SandboxState, candidate:
         result=result,
         acked=acked,
         plan_path=plan_path,
-        plan=json.loads(plan_path.read_text()),
+        plan=plan,
         markdown=planned.stdout,
         bystander_files=metadata_files(state, BYSTANDER),
         stale_files=stale_files,
         in_stale_isr=in_stale_isr,
     )
+
+
+def isr_size(zk: KazooClient, topic: str, partition: int) -> int:
+    """How many replicas the partition's ISR holds; 0 before the controller wrote its state."""
+    try:
+        return len(partition_states(zk, topic, [partition])[partition].isr)
+    except NoNodeError:
+        return 0
 
 
 def zk_topic_id(zk: KazooClient, topic: str) -> str:

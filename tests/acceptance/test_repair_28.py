@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from remediate.kafka_admin import DescribedSetting, KafkaPythonAdmin
 from tests.acceptance.repair_lab import (
     BYSTANDER,
     TOPIC,
@@ -51,6 +52,7 @@ pytestmark = pytest.mark.slow
 # tests/acceptance/test_repair_28_moves.py); this module proves the restart repair, which
 # the operator asks for.
 KEEP = "keep-zk-id"
+LEDGER = "ledger"
 CANDIDATES = {KEEP, "restore-id", "move-keep-zk-id", "move-restore-id"}
 
 
@@ -72,6 +74,9 @@ def reproduced(
         brokers=brokers,
         kafka=kafka,
         candidate=KEEP,
+        # On real Kafka, the proof that the brokers' min.insync.replicas is the one planned
+        # with: a topic it makes unwritable while either of its two replicas restarts.
+        replication_2_topic=LEDGER if kafka.startswith("real") else None,
     )
     yield lab
     lab.close()
@@ -180,6 +185,49 @@ def test_the_markdown_shows_both_candidates_and_every_unavailable_partition_with
     for partition in plan["newly_unavailable"]:
         head, _, _ = markdown.partition(partition)
         assert plan["digest"] in head, f"{partition} is not listed under the digest"
+
+
+def test_min_isr_is_the_brokers_and_the_partitions_it_makes_unavailable_need_acceptance(
+    reproduced: Reproduced,
+) -> None:
+    """min.insync.replicas=2 is set broker-wide in server.properties and the topics have no
+    override: the plan says so. On real Kafka, the topic with two replicas is unwritable
+    (acks=all) while either restarts: the plan names it, and `fix --yes` refuses without
+    --accept-unavailable, saying which min.insync.replicas and from where (nothing changed)."""
+    lab = reproduced
+    for topic in (TOPIC, LEDGER):
+        if lab.zk.exists(f"/config/topics/{topic}"):
+            assert b"min.insync.replicas" not in lab.zk.get(f"/config/topics/{topic}")[0]
+    for broker in lab.state.brokers:
+        path = lab.directory / f"broker-{broker.broker_id}" / "server.properties"
+        assert "min.insync.replicas=2" in path.read_text().splitlines()
+    ids = ", ".join(str(b.broker_id) for b in lab.state.brokers)
+    brokers = {"value": 2, "source": "server.properties", "detail": f"broker(s) {ids}"}
+    assert lab.plan["min_isr"]["brokers"] == brokers
+    assert lab.plan["min_isr"]["topics"][TOPIC] == brokers
+    assert "min.insync.replicas without a topic override: 2 (server.properties" in lab.markdown
+    if lab.state.real_kafka is None:
+        return
+    assert lab.plan["min_isr"]["topics"][LEDGER] == brokers
+    # DescribeConfigs (the way for brokers whose file cluster.yaml does not name) agrees.
+    kafka = KafkaPythonAdmin([f"{b.host}:{b.port}" for b in lab.state.brokers])
+    try:
+        described = kafka.effective_setting(lab.state.brokers[0].broker_id, "min.insync.replicas")
+    finally:
+        kafka.close()
+    assert described == DescribedSetting("2", "STATIC_BROKER_CONFIG"), described
+    assert f"{LEDGER}-0" in lab.plan["newly_unavailable"], lab.plan["newly_unavailable"]
+    before = metadata_files(lab.state, TOPIC)
+    refused = run_cli("fix", "-c", str(lab.config), "--yes", "--json", "--candidate", KEEP)
+    assert refused.returncode == 6, refused.stdout[-2000:] + refused.stderr[-2000:]
+    document: dict[str, Any] = json.loads(refused.stdout)
+    assert document["applied"] is False
+    assert document["outcome"] == "needs-acceptance", document["outcome"]
+    said = document["message"]
+    assert f"{LEDGER}-0 (" in said, said
+    assert f"min.insync.replicas 2 (server.properties: broker(s) {ids})" in said, said
+    assert set(document["plan"]["newly_unavailable"]) == set(lab.plan["newly_unavailable"])
+    assert metadata_files(lab.state, TOPIC) == before
 
 
 @pytest.mark.timeout(900)

@@ -813,7 +813,6 @@ def test_command_shape() -> None:
     assert words[6:] == ["sh", "", *dirs]  # no state-change log
     with_log = shlex.split(inventory_command(dirs, state_change_log="/var/log/kafka/sc.log"))
     assert with_log[6:] == ["sh", "/var/log/kafka/sc.log", *dirs]
-    assert inventory_command(dirs, sudo=True) == f"sudo -n {command}"
     assert f"x={DEFAULT_MAX_CONTENT_BYTES} -v t=3 " in words[5]
     assert "x=100 -v t=7 " in inventory_command(dirs, max_content_bytes=100, epoch_tail_lines=7)
 

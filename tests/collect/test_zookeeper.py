@@ -6,13 +6,17 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from pathlib import Path
 
 import pytest
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
 from kazoo.security import make_digest_acl
 
 from remediate.collect.cluster_state import read_cluster_state
+from remediate.collect.collector import transports
+from remediate.collect.min_isr import read_dynamic_min_isr, resolve_brokers_min_isr
+from remediate.config import ClusterConfig, parse_cluster_config
 from remediate.errors import ZooKeeperError
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import (
@@ -33,10 +37,14 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
+from remediate.minisr import MinIsrSource, PlannedMinIsr
 from remediate.sandbox import zkserver
 from remediate.zookeeper import ZkAuth, ZkSettings, _probe, connect, make_client
 
 TOPIC_ID = TopicId(bytes(range(16)))
+# A session that outlives the silences below with room to spare: kazoo gives up on an answer
+# after two thirds of it, ZooKeeper would end the session only after all of it.
+SILENT_SESSION_S = 9
 
 
 def chrooted(connect: str, chroot: str) -> KazooClient:
@@ -207,18 +215,21 @@ def test_a_connection_loss_during_the_read_is_retried(zookeeper: tuple[str, int]
     populate(admin)
     admin.stop()
     admin.close()
-    zk = connect(ZkSettings(connect_string + "/retry", session_timeout_s=4))
+    zk = connect(ZkSettings(connect_string + "/retry", session_timeout_s=SILENT_SESSION_S))
     try:
         # Silent for longer than kazoo waits for an answer: the read fails with a connection
-        # loss, and succeeds on a later attempt once ZooKeeper answers again.
+        # loss, and succeeds on a later attempt once ZooKeeper answers again (it answers as
+        # soon as the first retry is reported, well within the session).
         os.kill(pid, signal.SIGSTOP)
-        timer = threading.Timer(3.5, os.kill, (pid, signal.SIGCONT))
-        timer.start()
         retries: list[tuple[int, BaseException]] = []
+
+        def retried(n: int, error: BaseException) -> None:
+            retries.append((n, error))
+            os.kill(pid, signal.SIGCONT)
+
         try:
-            state = read_cluster_state(zk, on_retry=lambda n, e: retries.append((n, e)))
+            state = read_cluster_state(zk, on_retry=retried)
         finally:
-            timer.join()
             os.kill(pid, signal.SIGCONT)
         assert sorted(state.topics) == ["legacy", "modern"]
         # The caller was told of every retry, in order, with the error it retried.
@@ -233,18 +244,21 @@ def test_a_connection_loss_while_proving_a_new_session_is_retried(
     zookeeper: tuple[str, int],
 ) -> None:
     connect_string, pid = zookeeper
-    zk = make_client(ZkSettings(connect_string, session_timeout_s=4))
+    zk = make_client(ZkSettings(connect_string, session_timeout_s=SILENT_SESSION_S))
     zk.start(timeout=15)
     try:
         # The same silence as above, right after the connect: the probe that proves the
         # session (connect() makes it) must ride it out rather than report a refused session.
+        # ZooKeeper answers again once the connection is lost (kazoo has given up waiting).
         os.kill(pid, signal.SIGSTOP)
-        timer = threading.Timer(3.5, os.kill, (pid, signal.SIGCONT))
-        timer.start()
+        lost = threading.Event()
+        zk.add_listener(lambda state: lost.set() if state == KazooState.SUSPENDED else None)
+        resume = threading.Thread(target=lambda: (lost.wait(60), os.kill(pid, signal.SIGCONT)))
+        resume.start()
         try:
             _probe(zk)
         finally:
-            timer.join()
+            resume.join()
             os.kill(pid, signal.SIGCONT)
         assert _probe.statistics["attempt_number"] >= 2
     finally:
@@ -264,3 +278,113 @@ def test_topics_filter_reads_only_those_topics(zookeeper: tuple[str, int]) -> No
         zk.close()
     assert sorted(state.topics) == ["modern"]
     assert sorted(state.partitions) == [("modern", 0), ("modern", 1)]
+
+
+def _min_isr_config(tmp_path: Path, connect: str, files: dict[int, str | None]) -> ClusterConfig:
+    """Local brokers, each with a server.properties holding `files[b]` (None: no file)."""
+    brokers = []
+    for broker, text in files.items():
+        path = tmp_path / f"server-{broker}.properties"
+        if text is not None:
+            path.write_text(text)
+        brokers.append(
+            {
+                "id": broker,
+                "host": "localhost",
+                "transport": "local",
+                "server_properties": str(path),
+            }
+        )
+    document = {
+        "cluster": "min-isr",
+        "zookeeper": {"connect": connect},
+        "brokers": brokers,
+        "service": {"stop": "true", "start": "true"},
+        "min_insync_replicas_default": 1,
+    }
+    return parse_cluster_config(document, source="cluster.yaml", base_dir=tmp_path)
+
+
+def test_min_isr_from_the_dynamic_settings_and_the_brokers_files(
+    zookeeper: tuple[str, int], tmp_path: Path
+) -> None:
+    """/config/brokers/<default> decides over the brokers' files; a broker's own dynamic
+    setting over both; without them, the strictest file; an unreadable file is named and
+    counted with cluster.yaml's value."""
+    chroot = "/min-isr"
+    admin = chrooted(zookeeper[0], chroot)
+    files: dict[int, str | None] = {
+        1: "log.dirs=/d\nmin.insync.replicas=2\n",
+        2: "log.dirs=/d\nmin.insync.replicas=3\n",
+        3: "log.dirs=/d\n",
+    }
+    config = _min_isr_config(tmp_path, zookeeper[0] + chroot, files)
+    zk = connect(ZkSettings(zookeeper[0] + chroot))
+    try:
+        resolved, problems = resolve_brokers_min_isr(
+            config, zk, transport_for=transports(config), admin=None
+        )
+        assert (resolved, problems) == (
+            PlannedMinIsr(3, MinIsrSource.SERVER_PROPERTIES, "broker(s) 2"),
+            (),
+        )
+        admin.create(
+            "/config/brokers/<default>",
+            encode_topic_config({"min.insync.replicas": "2"}),
+            makepath=True,
+        )
+        assert read_dynamic_min_isr(zk, [1, 2, 3]) == (2, {})
+        resolved, _ = resolve_brokers_min_isr(
+            config, zk, transport_for=transports(config), admin=None
+        )
+        assert resolved == PlannedMinIsr(
+            2, MinIsrSource.CLUSTER_DYNAMIC_DEFAULT, "/config/brokers/<default>"
+        )
+        admin.create("/config/brokers/3", encode_topic_config({"min.insync.replicas": "4"}))
+        assert read_dynamic_min_isr(zk, [1, 2, 3]) == (2, {3: 4})
+        resolved, _ = resolve_brokers_min_isr(
+            config, zk, transport_for=transports(config), admin=None
+        )
+        assert resolved == PlannedMinIsr(4, MinIsrSource.BROKER_DYNAMIC, "broker(s) 3")
+        admin.delete("/config/brokers", recursive=True)
+        missing = _min_isr_config(
+            tmp_path, zookeeper[0] + chroot, {1: "min.insync.replicas=2\n", 4: None}
+        )
+        resolved, problems = resolve_brokers_min_isr(
+            missing, zk, transport_for=transports(missing), admin=None
+        )
+        assert resolved == PlannedMinIsr(
+            2, MinIsrSource.SERVER_PROPERTIES, "broker(s) 1; nothing known of broker(s) 4"
+        )
+        assert len(problems) == 1
+        assert "broker 4: cannot read" in problems[0]
+    finally:
+        zk.close()
+        admin.stop()
+        admin.close()
+
+
+def test_an_unreadable_config_brokers_is_an_error_that_says_so(
+    zookeeper: tuple[str, int],
+) -> None:
+    """Kafka protects /config/brokers with ACLs (zookeeper.set.acl): never a silent default."""
+    chroot = "/min-isr-acl"
+    admin = KazooClient(zookeeper[0], auth_data=[("digest", "kafka:kafka-secret")])
+    admin.start()
+    try:
+        admin.ensure_path(chroot)
+        admin.create(
+            chroot + "/config/brokers/<default>",
+            encode_topic_config({"min.insync.replicas": "2"}),
+            makepath=True,
+            acl=[make_digest_acl("kafka", "kafka-secret", all=True)],
+        )
+    finally:
+        admin.stop()
+        admin.close()
+    zk = connect(ZkSettings(zookeeper[0] + chroot))
+    try:
+        with pytest.raises(ZooKeeperError, match=r"cannot read /config/brokers.*NoAuth"):
+            read_dynamic_min_isr(zk, [1])
+    finally:
+        zk.close()

@@ -11,7 +11,8 @@ from kazoo.client import KazooClient
 
 import remediate
 from remediate.errors import ZooKeeperError
-from remediate.zookeeper import KazooZooKeeper
+from remediate.sandbox.zkserver import free_port
+from remediate.zookeeper import KazooZooKeeper, ZkSettings, connect
 
 
 @pytest.fixture
@@ -31,6 +32,15 @@ def test_a_refused_request_is_a_zookeeper_error(unstarted: KazooZooKeeper) -> No
         unstarted.exists("/")
     with pytest.raises(ZooKeeperError):
         unstarted.lock("/remediate/locks/x").contenders()
+
+
+def test_a_session_that_does_not_come_says_where_and_how_long_it_was_waited_for() -> None:
+    closed = f"127.0.0.1:{free_port('127.0.0.1')}"
+    with pytest.raises(ZooKeeperError) as caught:
+        connect(ZkSettings(connect=closed), timeout=0.5)
+    assert str(caught.value).startswith(
+        f"cannot connect to ZooKeeper at {closed} within 0.5s: KazooTimeoutError"
+    )
 
 
 def test_nothing_under_execute_imports_kazoo() -> None:

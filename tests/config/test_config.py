@@ -23,6 +23,7 @@ from remediate.config import (
     MAX_REPORTED_PROBLEMS,
     ClusterConfig,
     ClusterConfigError,
+    ClusterTimeouts,
     ConfigProblem,
     SshTarget,
     load_cluster_config,
@@ -260,6 +261,78 @@ def test_minimal_example_gets_the_documented_defaults() -> None:
     assert dict(config.spark.conf) == {}
     assert config.source == SOURCE
     assert parse(FULL).brokers[0].transport == "ssh"
+
+
+@pytest.mark.parametrize(
+    ("timeouts", "expected"),
+    [
+        pytest.param(DELETE, None, id="no-section"),
+        pytest.param({}, ClusterTimeouts(), id="empty-section"),
+        pytest.param({"start_s": 3600}, ClusterTimeouts(start_s=3600.0), id="start-only"),
+        pytest.param(
+            {"stop_s": 0.5, "start_s": 7200, "in_sync_s": 86400, "service_command_s": 45},
+            ClusterTimeouts(stop_s=0.5, start_s=7200.0, in_sync_s=86400.0, service_command_s=45.0),
+            id="all-four-at-their-bounds",
+        ),
+        pytest.param({"start_s": None}, ClusterTimeouts(), id="null-is-unset"),
+    ],
+)
+def test_timeouts_are_kept_as_given_and_unset_ones_are_none(
+    timeouts: object, expected: ClusterTimeouts | None
+) -> None:
+    document = FULL if timeouts is DELETE else changed(FULL, ("timeouts",), timeouts)
+    assert parse(document).timeouts == expected
+
+
+@pytest.mark.parametrize(
+    ("broker", "expected"),
+    [
+        pytest.param({}, None, id="neither-log"),
+        pytest.param(
+            {"state_change_log": "/var/log/kafka/state-change.log"},
+            PurePosixPath("/var/log/kafka/server.log"),
+            id="beside-state-change-log",
+        ),
+        pytest.param(
+            {"server_log": "/opt/kafka/logs/server.log"},
+            PurePosixPath("/opt/kafka/logs/server.log"),
+            id="given",
+        ),
+        pytest.param(
+            {"state_change_log": "/a/state-change.log", "server_log": "/b/kafka.log"},
+            PurePosixPath("/b/kafka.log"),
+            id="given-wins-over-the-default",
+        ),
+        pytest.param(
+            {"transport": "local", "state_change_log": "logs/state-change.log"},
+            PurePosixPath(BASE / "logs" / "server.log"),
+            id="local-relative-default",
+        ),
+        pytest.param(
+            {"transport": "local", "server_log": "logs/server.log"},
+            PurePosixPath(BASE / "logs" / "server.log"),
+            id="local-relative-given",
+        ),
+    ],
+)
+def test_server_log_is_given_or_beside_the_state_change_log(
+    broker: dict[str, Any], expected: PurePosixPath | None
+) -> None:
+    entry = {"id": 1, "host": "kafka1.example.com", "log_dirs": ["/var/lib/kafka/data"], **broker}
+    config = parse(changed(FULL, ("brokers", 0), entry))
+    assert config.broker(1).server_log == expected
+
+
+def test_log_dirs_listed_beside_server_properties_win_and_the_file_stays_named() -> None:
+    entry = {
+        "id": 1,
+        "host": "kafka1.example.com",
+        "log_dirs": ["/var/lib/kafka/data"],
+        "server_properties": "/etc/kafka/server.properties",
+    }
+    config = parse(changed(FULL, ("brokers", 0), entry))
+    assert config.broker(1).log_dirs == (PurePosixPath("/var/lib/kafka/data"),)
+    assert config.broker(1).server_properties == PurePosixPath("/etc/kafka/server.properties")
 
 
 @pytest.mark.parametrize(
@@ -639,7 +712,7 @@ def rule(
 
 PLACEHOLDERS = "only placeholders are {broker_id} and {host}"
 ONE_PASSWORD = "exactly one of password, password_env, password_file"
-ONE_LOG_DIR_SOURCE = "exactly one of log_dirs, server_properties"
+ONE_LOG_DIR_SOURCE = "log_dirs or server_properties (or both)"
 GSSAPI_AUTH = {"scheme": "sasl", "username": "u", "sasl_mechanism": "GSSAPI"}
 
 # Each rule: (id, where the value goes, the value, part of what is expected[, field reported]).
@@ -775,13 +848,6 @@ RULES = [
         "without control characters",
     ),
     rule(
-        "log-dirs-and-server-properties",
-        "brokers[0].server_properties",
-        "/etc/k.properties",
-        ONE_LOG_DIR_SOURCE,
-        field="brokers[0]",
-    ),
-    rule(
         "neither-log-dirs-nor-properties",
         "brokers[0].log_dirs",
         DELETE,
@@ -878,6 +944,20 @@ RULES = [
         field="spark.conf",
     ),
     rule("spark-unknown-key", "spark.confs", {}, "did you mean 'conf'?"),
+    rule("timeouts-not-mapping", "timeouts", 300, "a mapping"),
+    rule("timeouts-unknown-key", "timeouts.start", 600, "did you mean 'start_s'?"),
+    rule("timeouts-start-zero", "timeouts.start_s", 0, "seconds greater than 0 and at most 7200"),
+    rule("timeouts-start-too-long", "timeouts.start_s", 7201, "greater than 0 and at most 7200"),
+    rule("timeouts-start-text", "timeouts.start_s", "10m", "a number of seconds"),
+    rule("timeouts-stop-negative", "timeouts.stop_s", -1, "greater than 0 and at most 7200"),
+    rule("timeouts-in-sync-too-long", "timeouts.in_sync_s", 86401, "and at most 86400"),
+    rule("timeouts-in-sync-bool", "timeouts.in_sync_s", True, "a number of seconds"),
+    rule("timeouts-service-nan", "timeouts.service_command_s", math.nan, "at most 7200"),
+    rule("timeouts-service-inf", "timeouts.service_command_s", math.inf, "at most 7200"),
+    rule("server-log-relative-on-ssh", "brokers[1].server_log", "logs/server.log", RELATIVE_ON_SSH),
+    rule("server-log-not-string", "brokers[1].server_log", 5, "an absolute path"),
+    rule("server-log-root", "brokers[1].server_log", "/", "an absolute path other than '/'"),
+    rule("server-log-dot-dot", "brokers[1].server_log", "/var/../log", "without '..'"),
 ]
 
 

@@ -92,7 +92,7 @@ def answer_json(script: str, stdout: str) -> dict[str, Any]:
 
 def _run(script_text: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        shell_command(script_text, sudo=False),
+        shell_command(script_text),
         shell=True,
         executable="/bin/sh",
         capture_output=True,

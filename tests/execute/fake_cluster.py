@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from remediate.config import ClusterConfig, parse_cluster_config
-from remediate.errors import VersionConflictError, ZnodeMissingError, ZooKeeperError
+from remediate.errors import SudoError, VersionConflictError, ZnodeMissingError, ZooKeeperError
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import (
@@ -40,8 +40,16 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
-from remediate.ports import CommandResult, Listener, OnRetry, SessionState, ZnodeStat
-from remediate.transport import LocalTransport
+from remediate.ports import (
+    SERVICE_COMMANDS,
+    CommandKind,
+    CommandResult,
+    Listener,
+    OnRetry,
+    SessionState,
+    ZnodeStat,
+)
+from remediate.transport import LocalTransport, sudo_refused, timed_out
 
 ZK_ID = TopicId(bytes(15) + b"\x02")
 OLD_ID = TopicId(bytes(15) + b"\x01")
@@ -256,6 +264,15 @@ class FakeKafka:
     stays_out: set[tuple[int, str, int]] = field(default_factory=set)
     # Partitions whose leader is gone (a fault injected by a test).
     leaderless: set[tuple[str, int]] = field(default_factory=set)
+    # Service commands (stop, start, status) sudo will not run: the host lacks the rule.
+    refused_by_sudo: set[str] = field(default_factory=set)
+    # Called when a broker's start command runs (what a test has the broker do while it
+    # starts: log, register later).
+    on_start: dict[int, Callable[[], None]] = field(default_factory=dict)
+    # Service commands that run out of time (the transport's timeout), and the timeout each
+    # service command was given.
+    hangs: set[str] = field(default_factory=set)
+    timeouts: list[tuple[str, float]] = field(default_factory=list)
 
     def log_dir(self, broker: int) -> Path:
         return self.root / f"data-{broker}"
@@ -336,6 +353,9 @@ class FakeKafka:
 
     def start(self, broker: int) -> None:
         self.running.add(broker)
+        hook = self.on_start.get(broker)
+        if hook is not None:
+            hook()
         if broker in self.start_silently_fails:
             return
         self.register(broker)
@@ -367,11 +387,25 @@ class FakeHost:
     def description(self) -> str:
         return self.shell.description
 
-    def run(self, command: str, *, timeout: float) -> CommandResult:
+    def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
         match = re.fullmatch(r"svc (stop|start|status) (\d+)", command)
         if match is None:
-            return self.shell.run(command, timeout=timeout)
+            return self.shell.run(command, timeout=timeout, kind=kind)
         verb, broker = match[1], int(match[2])
+        if verb in self.kafka.refused_by_sudo:
+            raise SudoError(
+                sudo_refused(
+                    broker=broker,
+                    where=self.description,
+                    kind=SERVICE_COMMANDS[verb],
+                    user="remediate",
+                    refusal="sudo: a password is required",
+                    exit_code=1,
+                )
+            )
+        self.kafka.timeouts.append((command, timeout))
+        if command in self.kafka.hangs:
+            raise timed_out(self.description, kind, timeout)
         if verb == "status":
             return CommandResult(0 if broker in self.kafka.running else 3, "", "")
         self.kafka.commands.append(command)
@@ -390,20 +424,30 @@ def server_properties(root: Path, broker: int) -> Path:
     return root / f"server-{broker}.properties"
 
 
+def server_log(root: Path, broker: int) -> Path:
+    """Where a broker's server.log is, for a broker configured with one."""
+    return root / f"logs-{broker}" / "server.log"
+
+
 def cluster_config(
     root: Path,
     brokers: Collection[int],
     *,
     min_isr: int = 2,
     with_properties: Collection[int] = (),
+    with_server_log: Collection[int] = (),
 ) -> ClusterConfig:
     """The fake cluster's cluster.yaml; brokers in `with_properties` name their
-    server.properties (tests write it) instead of listing their log dirs."""
+    server.properties (tests write it) instead of listing their log dirs, those in
+    `with_server_log` their server.log (tests write it)."""
 
     def where(b: int) -> dict[str, object]:
+        found: dict[str, object] = {"log_dirs": [str(root / f"data-{b}")]}
         if b in with_properties:
-            return {"server_properties": str(server_properties(root, b))}
-        return {"log_dirs": [str(root / f"data-{b}")]}
+            found = {"server_properties": str(server_properties(root, b))}
+        if b in with_server_log:
+            found["server_log"] = str(server_log(root, b))
+        return found
 
     document = {
         "cluster": "fake",

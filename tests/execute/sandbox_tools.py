@@ -9,8 +9,11 @@ import tarfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from remediate.exit_codes import EXIT_NEEDS_ACCEPTANCE, EXIT_REFUSED
 from remediate.formats.znodes import decode_partition_state
+from remediate.plan import PlanVerdict, plan_from_json
 from remediate.sandbox import clients, cluster
 from tests.sandbox.helpers import Background
 
@@ -20,6 +23,15 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [str(script), *args], capture_output=True, text=True, check=False, timeout=timeout
     )
+
+
+def plan_exit_code(document: dict[str, Any]) -> int:
+    """What `plan` exits with for the plan it wrote: 0 ready, 6 needs acceptance, 4 refused."""
+    return {
+        PlanVerdict.READY: 0,
+        PlanVerdict.NEEDS_ACCEPTANCE: EXIT_NEEDS_ACCEPTANCE,
+        PlanVerdict.REFUSED: EXIT_REFUSED,
+    }[plan_from_json(document).verdict]
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """The executor's decisions on plain data: which restart goes next, whether a restore may
-write, whether a topic's replicas agree, which replicas still hold a stale id."""
+write, whether a topic's replicas agree, which replicas still hold a stale id, whether a
+broker that has not registered in time is still loading its logs."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from remediate.execute.decisions import (
     agreement_blocker,
     disagreement_blocker,
     files_disagreeing,
+    loading_blocker,
     next_restart,
     stale_holders,
     unconfigured_hosts_blocker,
 )
 from remediate.execute.steps import StepKey
+from remediate.formats.logloading import LogLoading, parse_log_loading, unreadable
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import PartitionState, TopicAssignment
 from remediate.plan import FileKey, Fingerprint, Prediction, RestartStep, RestoreStep
@@ -282,3 +285,151 @@ def test_a_restore_with_a_roll_allows_exactly_the_rolled_replicas_the_old_id() -
         disagreement_blocker(state(ORDERS), "orders", ZK, other, rolled=rolled, rolled_id=OTHER)
         == f"replicas do not all hold {ZK}: orders-0 on broker 2: {OTHER}"
     )
+
+
+# -- a broker that has not registered in time: is it still loading its logs? --------------------
+
+
+def at(second: int, message: str) -> str:
+    """`message` as Kafka's default layout logs it, `second`s after 10:00."""
+    return f"[2026-11-22 10:00:{second:02d},000] {message}"
+
+
+def look(*lines: str) -> LogLoading:
+    """A look at a server.log whose tail holds `lines`."""
+    return parse_log_loading(line.encode() for line in lines)
+
+
+def log_loaded(done: int) -> str:
+    return (
+        f"INFO Completed load of Log(dir=/d/t-{done}) with 1 segments in 5ms ({done}/2 loaded"
+        " in /d) (kafka.log.LogManager)"
+    )
+
+
+START = "INFO starting (kafka.server.KafkaServer)"
+LOADING = "INFO Loading logs from log dirs ArraySeq(/d) (kafka.log.LogManager)"
+RECOVERING = (
+    "INFO Attempting recovery for all logs in /d since no clean shutdown file was found"
+    " (kafka.log.LogManager)"
+)
+FAILED = (
+    "ERROR Fatal error during KafkaServer startup. Prepare to shutdown (kafka.server.KafkaServer)"
+)
+STARTED = "INFO [KafkaServer id=3] started (kafka.server.KafkaServer)"
+DONE = "INFO Loaded 2 logs in 9ms. (kafka.log.LogManager)"
+# The previous start, then this one, then another.
+OLD = tuple(at(n, m) for n, m in enumerate((START, LOADING, log_loaded(1), DONE, STARTED)))
+S1, L1, R1, A1, A2, D1 = (
+    at(10 + n, m)
+    for n, m in enumerate((START, LOADING, RECOVERING, log_loaded(1), log_loaded(2), DONE))
+)
+S2, L2, R2 = (at(20 + n, m) for n, m in enumerate((START, LOADING, RECOVERING)))
+F1 = at(13, FAILED)
+LOG = "its server.log"
+RESTARTING = (
+    f"{LOG} shows it started again since the wait began (another `starting` line): it is"
+    " restarting, not loading its logs"
+)
+
+
+@pytest.mark.parametrize(
+    ("began", "before", "now", "expected"),
+    [
+        pytest.param(
+            look(*OLD),
+            look(*OLD),
+            look(*OLD, S1, L1, R1),
+            None,
+            id="new-lines-since-the-wait-began",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD, S1, L1),
+            look(*OLD, S1, L1, A1),
+            None,
+            id="a-log-loaded-since-the-last-look",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD, S1, L1, A1),
+            look(*OLD, S1, L1, A1, A2, D1),
+            None,
+            id="loaded-since-the-last-look",
+        ),
+        pytest.param(look(), look(L1), look(A1, A2), None, id="a-tail-that-slid-past-the-start"),
+        pytest.param(
+            look(*OLD),
+            look(*OLD, S1, L1),
+            look(R1, A1),
+            None,
+            id="a-tail-that-slid-past-its-start-line",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD, S1, L1, A1),
+            look(*OLD, S1, L1, A1),
+            f"{LOG} shows no log loading since the last look (last: {A1})",
+            id="stalled",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD),
+            look(*OLD),
+            f"{LOG} shows no log loading since the wait began, nor a new `starting` line",
+            id="nothing-new-not-even-a-start",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD),
+            look(*OLD, S1),
+            f"{LOG} shows no log loading since the broker started",
+            id="started-and-silent",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD, S1, L1, D1),
+            look(*OLD, S1, L1, D1),
+            f"{LOG} says its logs are loaded ({D1}) and shows nothing since",
+            id="loaded-and-silent",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD, S1, L1),
+            look(*OLD, S1, L1, R1, F1),
+            f"{LOG} says its startup failed: {F1}",
+            id="startup-failed",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD),
+            look(*OLD, S1, L1, S2, L2, R2),
+            RESTARTING,
+            id="two-starts-in-one-wait",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(S1, L1, A1),
+            look(A1, S2, L2, R2),
+            RESTARTING,
+            id="another-start-since-the-last-look",
+        ),
+        pytest.param(
+            look(*OLD),
+            look(*OLD),
+            unreadable("cannot read /d/server.log: No such file"),
+            f"{LOG} could not be read (cannot read /d/server.log: No such file)",
+            id="unreadable",
+        ),
+    ],
+)
+def test_a_broker_not_registered_in_time_is_waited_for_while_its_log_shows_loading(
+    began: LogLoading, before: LogLoading, now: LogLoading, expected: str | None
+) -> None:
+    assert loading_blocker(began, before, now) == expected
+
+
+def test_the_reason_names_the_log_as_asked() -> None:
+    named = "its server.log (/var/log/kafka/server.log)"
+    reason = loading_blocker(look(*OLD), look(*OLD), look(*OLD), log=named)
+    assert reason == f"{named} shows no log loading since the wait began, nor a new `starting` line"

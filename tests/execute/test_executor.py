@@ -7,7 +7,7 @@ journals, real backup scripts on temporary log dirs; no sandbox, no real sleepin
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,8 @@ class World:
     kafka: FakeKafka
     clock: FakeClock
     with_properties: tuple[int, ...] = ()
+    with_server_log: tuple[int, ...] = ()
+    gates: Timeouts = field(default_factory=lambda: GATES)
 
     @property
     def journals(self) -> Path:
@@ -67,15 +69,18 @@ class World:
     def services(self, failpoint: Callable[[str], None]) -> Services:
         return Services(
             config=cluster_config(
-                self.root, self.kafka.brokers, with_properties=self.with_properties
+                self.root,
+                self.kafka.brokers,
+                with_properties=self.with_properties,
+                with_server_log=self.with_server_log,
             ),
             zk=self.zk,
             transport_for=self.transport,
             clock=self.clock,
             gates={
-                "topicid-mismatch": GATES,
-                "rolling-restart": GATES,
-                "restore-zk-topic-id": GATES,
+                "topicid-mismatch": self.gates,
+                "rolling-restart": self.gates,
+                "restore-zk-topic-id": self.gates,
             },
             failpoint=failpoint,
         )
@@ -419,6 +424,44 @@ def test_a_gate_that_times_out_halts_the_run_with_its_reason(
     (halted,) = w.records("run-halted")
     assert halted["error"] == outcome.error
     assert 5 < w.clock.monotonic() < 6
+
+
+def test_a_stop_command_sudo_will_not_run_halts_at_once_and_stops_nothing(
+    stale: tuple[World, Plan, Path],
+) -> None:
+    """Never retried (a sudoers rule does not appear between two attempts): the first
+    refusal halts the run, with the broker, the command and the rule to add."""
+    w, plan, held = stale
+    w.kafka.refused_by_sudo.add("stop")
+    outcome = w.run(plan)
+    assert outcome.status == "halted"
+    assert outcome.error is not None
+    assert "broker 3 (broker 3 (fake)): sudo did not run the stop command" in outcome.error
+    assert "remediate ALL=(root) NOPASSWD: /bin/sh" in outcome.error
+    assert w.records("retry") == []
+    assert w.actions("step-failed") == [Action.STOP]
+    assert w.kafka.commands == [] and 3 in w.kafka.running
+    assert held.read_bytes() == encode_partition_metadata(OLD_ID)
+
+
+def test_a_status_command_sudo_will_not_run_halts_the_start_wait_at_once(
+    stale: tuple[World, Plan, Path],
+) -> None:
+    """While the wait for registration asks the status command whether the broker still
+    runs, a refusal is not "unknown, wait on": it halts at the first ask, not at the start
+    timeout (5 s here)."""
+    w, plan, _held = stale
+    w.kafka.start_silently_fails.add(3)
+
+    def revoke(at: str) -> None:
+        if at == f"{Action.START}:finished":
+            w.kafka.refused_by_sudo.add("status")
+
+    outcome = w.run(plan, failpoint=revoke)
+    assert outcome.status == "halted"
+    assert outcome.error is not None and "sudo did not run the status command" in outcome.error
+    assert w.actions("step-failed") == [Action.WAIT_REGISTERED]
+    assert w.clock.monotonic() < 5
 
 
 def test_a_lock_lost_before_a_destructive_action_destroys_nothing(

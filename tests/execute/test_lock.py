@@ -90,6 +90,7 @@ def test_a_second_run_is_refused_naming_the_holder(zookeeper: str) -> None:
         # holds the lock (a queued contender would only return once the holder let go).
         first.ensure_held()
         assert "20261122T031500Z-111111" in str(refused.value)
+        assert ", still after waiting 0.5s;" in str(refused.value)
         assert refused.value.holder == first.identifier
         # The refused contender left nothing behind.
         assert zk_children(first_zk, "exclusive") == [first.node_path]
@@ -173,7 +174,9 @@ def test_zookeeper_down_briefly_then_back(tmp_path: Path) -> None:
     ensure_held waits for the reconnect, and refuses if it does not come in time."""
     hosts, port, pid = start_zookeeper(tmp_path)
     try:
-        with client(hosts, timeout=20) as zk:
+        # The longest session the sandbox's ZooKeeper grants: its restart (a JVM start, slow
+        # on a loaded machine) must end well within it.
+        with client(hosts, timeout=60) as zk:
             lock = RunLock(KazooZooKeeper(zk), "restart", run_id="r1")
             lock.acquire()
             node_path = lock.node_path

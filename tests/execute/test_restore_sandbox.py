@@ -257,3 +257,54 @@ def test_a_znode_that_changes_after_the_plan_is_never_overwritten(tmp_path: Path
         incident.close()
     finally:
         cluster.down(directory)
+
+
+def test_fix_applies_only_the_plan_that_was_reviewed(tmp_path: Path) -> None:
+    """The runbook's `fix` dry run prints the plan's digest; `fix --yes --approve DIGEST`
+    applies the plan made then only if it is that very plan. Made twice from the same state a
+    plan has the same digest; after a controller failover the plan is another one, and the
+    approval of the old one changes nothing."""
+    directory = tmp_path / "sandbox"
+    cluster.up(directory)
+    try:
+        incident = legacy_add(directory)
+        config = str(directory / "cluster.yaml")
+        first = json.loads(run_cli("fix", "-c", config, "--json").stdout)
+        again = run_cli("fix", "-c", config)
+        reviewed = first["plan"]["digest"]
+        assert first["outcome"] == "dry-run" and first["plan"]["steps"]
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert f"fix --yes --approve {reviewed}" in again.stderr
+
+        # The cluster changes after the review: a failover mints a new id.
+        admin.failover_controller(incident.zk)
+        wait_until(
+            lambda: admin.read_topic(incident.zk, TOPIC)[0].topic_id is not None,
+            "the new controller minted an id",
+            timeout=60,
+        )
+        zk_before, disk_before = zookeeper_tree(incident.zk), partition_files(incident.state)
+        stale = run_cli("fix", "-c", config, "--yes", "--approve", reviewed, "--json")
+        assert stale.returncode == 4, stale.stdout[-3000:] + stale.stderr[-1000:]
+        document = json.loads(stale.stdout)
+        assert (document["outcome"], document["applied"]) == ("not-reviewed", False)
+        assert reviewed in document["message"] and document["plan"]["digest"] != reviewed
+        assert zookeeper_tree(incident.zk) == zk_before
+        assert partition_files(incident.state) == disk_before
+
+        # Reviewed again, approved, applied.
+        now = json.loads(run_cli("fix", "-c", config, "--json").stdout)["plan"]["digest"]
+        fixed = run_cli("fix", "-c", config, "--yes", "--approve", now, "--json")
+        assert fixed.returncode == 0, fixed.stdout[-3000:] + fixed.stderr[-1000:]
+        done = json.loads(fixed.stdout)
+        assert (done["outcome"], done["plan"]["digest"]) == ("applied", now)
+        assert done["run"]["status"] == "completed"
+        approvals = [
+            r for r in journal(directory, done["run"]["run_id"]) if r["event"] == "approved"
+        ]
+        assert [
+            (r["digest"], r["approved_by"].endswith("(fix --yes --approve)")) for r in approvals
+        ] == [(now, True)]
+        incident.close()
+    finally:
+        cluster.down(directory)

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from remediate.errors import SandboxError
 from remediate.execute import steps
+from remediate.execute.failpoints import ENV as FAILPOINTS
 from remediate.execute.lock import lock_path
 from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
@@ -898,3 +900,129 @@ def test_digest_auth_against_acls_and_no_secret_anywhere(healthy_lab: ApplyLab) 
         admin_zk.stop()
         admin_zk.close()
     lab.plans.clear()
+
+
+# -- the operator's host is lost; the operator is told to stop ------------------------------
+
+
+def other_host(lab: ApplyLab) -> Path:
+    """The same cluster.yaml on another host: its journal_dir empty."""
+    settings = lab.settings
+    settings["journal_dir"] = str(lab.directory / f"other-host-{os.urandom(3).hex()}")
+    path = lab.directory / "cluster-other-host.yaml"
+    path.write_text(yaml.safe_dump(settings, sort_keys=False))
+    return path
+
+
+def journal_of(directory: Path, run_id: str) -> list[dict[str, Any]]:
+    lines = (directory / run_id / "journal.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.fault(
+    AREA,
+    "The operator's host is lost in the middle of a run (SIGKILL with the backup made);"
+    " another host with the same cluster.yaml and an empty journal_dir takes over",
+    "`status` there shows the run, read from ZooKeeper's copy; `resume` there rebuilds the"
+    " journal from ZooKeeper and finishes the run without repeating an action; ZooKeeper then"
+    " keeps that run's copy and no older one",
+)
+def test_resume_from_another_host(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    _target, plan, planted = armed(lab)
+    run = lab.finish(lab.start_apply(plan, failpoints="backup:finished=kill"))
+    assert run.exit_code == -signal.SIGKILL, run.stderr[-2000:]
+    config = other_host(lab)
+    elsewhere = Path(yaml.safe_load(config.read_text())["journal_dir"])
+
+    shown = run_cli("status", "-c", str(config), "--json")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    document = json.loads(shown.stdout)
+    assert (document["run_id"], document["status"]) == (run.run_id, "running")
+    assert document["journal"].startswith("zookeeper"), document["journal"]
+    assert not elsewhere.exists(), "status wrote a journal"
+
+    resumed = run_cli("resume", "-c", str(config), "--json")
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
+    records = journal_of(elsewhere, run.run_id)
+    assert records[: len(run.records)] == run.records
+    finished = [r["step"] for r in records if r["event"] == "step-finished"]
+    assert len(finished) == len(set(finished)), f"an action was completed twice: {finished}"
+    assert records[-1]["event"] == "run-completed"
+    cluster_name = lab.settings["cluster"]
+    assert lab.zk.get_children(f"/remediate/journals/{cluster_name}") == [run.run_id]
+    # The first host, back, reads the longer copy: ZooKeeper's.
+    assert lab.status(run.run_id)["status"] == "completed"
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+    lab.wait_healthy()
+
+
+def signal_delivered(pid: int, number: int) -> bool:
+    """`number` is no longer pending for the process: its handler has it."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    pending = 0
+    for row in status.splitlines():
+        if row.startswith(("SigPnd:", "ShdPnd:")):
+            pending |= int(row.split()[1], 16)
+    return not pending & (1 << (number - 1))
+
+
+def interrupted(lab: ApplyLab, process: subprocess.Popen[str], pause: Any, number: int) -> Run:
+    """`number` sent to the operator held at `pause`, then the operator released."""
+    pause.wait(process)
+    process.send_signal(number)
+    wait_until(lambda: signal_delivered(process.pid, number), "the signal to be handled")
+    pause.release()
+    return lab.finish(process)
+
+
+@pytest.mark.fault(
+    AREA,
+    "The operator is told to stop (SIGTERM while it backs up a stopped broker, then SIGINT"
+    " on resume while it deletes)",
+    "The action in flight is finished; a broker the run stopped is started again (before the"
+    " delete: the stop and backup are undone and done again on resume; after it: the step's own"
+    " start); the run halts (exit 5) with the signal journaled, and `resume` finishes it",
+)
+def test_sigterm_and_sigint_stop_between_actions(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target, plan, planted = armed(lab)
+    at_backup = lab.pause("backup")
+    process = lab.start_apply(plan, failpoints=f"backup:started={at_backup.action}")
+    run = interrupted(lab, process, at_backup, signal.SIGTERM)
+    assert run.exit_code == 5, run.stdout[-2000:] + run.stderr[-3000:]
+    assert run.events("stop-requested")[0]["signal"] == "SIGTERM"
+    assert run.events("run-halted")[-1]["signal"] == "SIGTERM"
+    assert actions_of(run)[-2:] == ["backup", "start again"]
+    assert [StepKey.parse(r["step"]).action for r in run.events("step-undone")] == [
+        "backup",
+        "stop",
+    ]
+    assert lab.zk.exists(f"/brokers/ids/{target}"), "the stopped broker was not started"
+    assert all(Path(name).read_bytes() == data for name, data in planted.items())
+    assert lab.status(run.run_id)["status"] == "halted"
+
+    at_delete = lab.pause("delete")
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "remediate"),
+            *("resume", "-c", str(lab.config), "--run", run.run_id, "--json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, FAILPOINTS: f"delete:done={at_delete.action}"},
+    )
+    run = interrupted(lab, process, at_delete, signal.SIGINT)
+    assert run.exit_code == 5, run.stdout[-2000:] + run.stderr[-3000:]
+    assert run.events("run-halted")[-1]["signal"] == "SIGINT"
+    assert actions_of(run)[-3:] == ["backup", "delete", "start"]
+
+    resumed = lab.resume(run.run_id)
+    assert resumed.exit_code == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
+    assert resumed.events("run-completed")
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+    lab.wait_healthy()

@@ -262,6 +262,17 @@ def test_the_operator_can_ask_for_the_restarts() -> None:
     chosen = plan(state, found, facts(), candidate="keep-zk-id")
     assert [c.name for c in chosen.candidates if c.chosen] == ["keep-zk-id"]
     assert chosen.restarts and not chosen.moves
+    # The move playbook's waits are not the plan's when it moves nothing.
+    assert set(chosen.gates) == {"topicid-mismatch", "restore-zk-topic-id"}
+
+
+def test_a_plan_that_moves_records_the_move_playbooks_gates_too() -> None:
+    """apply waits by the plan's gates only: a plan that moves carries the move playbook's."""
+    state, found = incident()
+    chosen = plan(state, found, facts(**{b: {"size": MiB, "added_size": GiB} for b in "123"}))
+    assert chosen.moves and chosen.triggers
+    assert chosen.gates["move-replicas"] == MOVES.gates.model_dump(mode="json")
+    assert set(chosen.gates) == {"topicid-mismatch", "restore-zk-topic-id", "move-replicas"}
 
 
 def test_a_replica_move_is_ordered_and_frozen() -> None:

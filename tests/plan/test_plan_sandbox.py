@@ -1,10 +1,13 @@
 """`remediate plan` against the sandbox after reproduce: the right brokers, in the right order,
-the right files, a markdown that renders, and nothing changed by planning."""
+the right files, a markdown that renders, and nothing changed by planning; then the runbook,
+word for word, repairs that incident."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -43,12 +46,15 @@ def zookeeper_tree(zk: KazooClient, path: str = "/") -> dict[str, tuple[bytes, i
 
 def disk(state: cluster.SandboxState) -> dict[str, str]:
     """sha256 of every file in every log dir but the root checkpoints, which the brokers
-    rewrite on their own every few seconds (replication-offset-checkpoint and its kin)."""
+    rewrite on their own every few seconds (replication-offset-checkpoint and its kin, and the
+    `.tmp` each is written to before its rename)."""
     digests = {}
     for broker in state.brokers:
         for log_dir in broker.log_dirs:
             for path in sorted(Path(log_dir).rglob("*")):
-                own_checkpoint = path.parent == Path(log_dir) and path.name.endswith("checkpoint")
+                own_checkpoint = path.parent == Path(log_dir) and path.name.removesuffix(
+                    ".tmp"
+                ).endswith("checkpoint")
                 if path.is_file() and path.name != ".lock" and not own_checkpoint:
                     digests[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
@@ -95,6 +101,8 @@ def test_plan_lists_the_affected_brokers_controller_last_and_changes_nothing(
     # controller last, and only the stale replicas' partition.metadata is deleted.
     assert result.returncode == 0, result.stderr[-2000:]
     plan: dict[str, Any] = json.loads(result.stdout)
+    # The printed plan adds the verdict; the file holds the plan alone, as apply reads it.
+    assert plan.pop("verdict") == "ready"
     assert json.loads((tmp_path / "plan.json").read_text()) == plan
     assert plan["refused"] is False and plan["refusals"] == []
     assert [c["name"] for c in plan["candidates"] if c["chosen"]] == ["keep-zk-id"]
@@ -154,3 +162,64 @@ def test_allow_unsafe_records_the_override(reproduced: Incident, tmp_path: Path)
     plain = json.loads(run_cli("plan", "-c", str(config), "--json").stdout)
     assert plan["allow_unsafe"] is True and plan["refused"] is False and plan["refusals"] == []
     assert plan["steps"] == plain["steps"]
+
+
+# -- docs/runbook.md, word for word (last in this module: it repairs the incident) -------------
+
+RUNBOOK = Path(__file__).resolve().parents[2] / "docs" / "runbook.md"
+
+
+def runbook_block(section: str) -> str:
+    """The first ```sh block under the runbook's heading `## {section}`, as written."""
+    text = RUNBOOK.read_text(encoding="utf-8")
+    heading = re.search(rf"^## {re.escape(section)}.*$", text, re.M)
+    assert heading is not None, f"docs/runbook.md has no section '## {section}'"
+    block = re.search(r"^```sh\n(.*?)^```$", text[heading.end() :], re.M | re.S)
+    assert block is not None, f"docs/runbook.md's section {section} has no ```sh block"
+    return block[1]
+
+
+def run_block(block: str, directory: Path, config: Path) -> tuple[str, list[int]]:
+    """The block run by bash as an on-call engineer pastes it, `$C` set and `remediate` on the
+    PATH: its output, and the exit codes its `echo $?` lines printed."""
+    env = {
+        **os.environ,
+        "C": str(config),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    done = subprocess.run(
+        ["bash", "-c", block],
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    codes = [int(line) for line in done.stdout.splitlines() if line.strip().isdigit()]
+    return done.stdout, codes
+
+
+def test_the_runbook_word_for_word_repairs_the_incident(
+    reproduced: Incident, tmp_path: Path
+) -> None:
+    """Sections 2 to 4 of docs/runbook.md as written (check, plan and review, apply the
+    reviewed digest, check again), the digest's placeholder replaced by the one plan.md shows."""
+    config = reproduced.directory / "cluster.yaml"
+
+    _, codes = run_block(runbook_block("2."), tmp_path, config)
+    assert codes in ([1], [2]), f"check before the repair exited {codes}: the incident is there"
+
+    _, codes = run_block(runbook_block("3."), tmp_path, config)
+    assert codes in ([0], [6]), f"plan exited {codes}: 0 ready, 6 ready once accepted"
+    review = (tmp_path / "plan.md").read_text(encoding="utf-8")
+    digest = re.search(r"Plan digest \(sha256\): `([0-9a-f]{64})`", review)
+    assert digest is not None, review[:2000]
+    assert json.loads((tmp_path / "plan.json").read_text())["digest"] == digest[1]
+
+    apply = runbook_block("4.")
+    assert "<the digest in plan.md>" in apply
+    output, codes = run_block(apply.replace("<the digest in plan.md>", digest[1]), tmp_path, config)
+    assert codes == [0, 0], f"apply, then check, exited {codes}:\n{output[-3000:]}"
+    assert output.rstrip().splitlines()[-2].startswith("OK"), output[-2000:]

@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from remediate.config import ClusterTimeouts
 from remediate.execute import steps
+from remediate.minisr import MinIsrSource, PlannedMinIsr
 from remediate.plan import (
     FileKey,
     Plan,
@@ -365,7 +367,6 @@ FIELD_MUTATIONS = [
     ("controller", 42),
     ("allow_unsafe", True),
     ("estimate_s", 1.5),
-    ("created_at", "2030-01-01T00:00:00+00:00"),
 ]
 
 
@@ -375,6 +376,17 @@ def test_the_digest_changes_when_any_field_changes(field: str, value: object) ->
     plan = plan_for(state, findings_for(state, {(1, "orders", 0): "TOPIC_ID_MISMATCH"}))
     changed = replace(plan, **{field: value})
     assert compute_digest(changed.body()) != plan.digest
+
+
+def test_the_digest_does_not_depend_on_when_the_plan_was_made() -> None:
+    """The same state and options make the same plan, whenever: what `fix --yes --approve`
+    compares with the digest a dry run printed."""
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=3)
+    plan = plan_for(state, findings_for(state, {(1, "orders", 0): "TOPIC_ID_MISMATCH"}))
+    later = replace(plan, created_at="2030-01-01T00:00:00+00:00")
+    assert compute_digest(later.body()) == plan.digest
+    assert later.to_json()["created_at"] == "2030-01-01T00:00:00+00:00"
+    assert plan_from_json(later.to_json()).created_at == later.created_at
 
 
 @settings(max_examples=200, deadline=None)
@@ -463,7 +475,9 @@ def test_the_markdown_names_the_impact_to_approve_and_both_candidates() -> None:
     for name, phases in plan.newly_unavailable.items():
         assert f"| `{name}` | {', '.join(phases)} |" in impact
     assert text.index("## Impact to approve") < text.index("## What will be done")
-    assert "`fix --yes` needs `--accept-unavailable`" in impact
+    assert "`fix --yes --approve`) accepts it; `fix --yes` alone needs `--accept-unavailable`" in (
+        impact
+    )
     for number, step in enumerate(plan.restarts, 1):
         assert f"Why in this position: {step.order_reason}" in text, number
     console = " ".join(render_table(plan).split())
@@ -499,3 +513,63 @@ def test_the_default_deletes_only_partition_metadata_the_manual_procedure_both(
     plan = plan_for(state, findings, playbook=load_playbook(name))
     (step,) = plan.restarts
     assert {path.rsplit("/", 1)[1] for path in step.files} == deleted
+
+
+def test_the_plan_records_and_shows_the_timeouts_cluster_yaml_sets() -> None:
+    state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=2)
+    found = findings_for(state, {(3, "t", 0): "TOPIC_ID_MISMATCH"})
+    fitted = REPAIR.with_cluster(ClusterTimeouts(start_s=900, service_command_s=45))
+    plan = plan_for(state, found, fitted)
+    assert plan.gates["topicid-mismatch"] == {
+        **REPAIR.gates.model_dump(mode="json"),
+        "start_timeout_s": 900.0,
+        "service_command_timeout_s": 45.0,
+    }
+    # Under the digest: another timeout is another plan to approve.
+    assert plan.digest != plan_for(state, found).digest
+    assert (
+        "- Timeouts of topicid-mismatch: stop 2 min 0 s, start 15 min 0 s (more while the"
+        " broker's server.log shows its logs loading), in sync 5 min 0 s, each service"
+        " command 45 s"
+    ) in plan_markdown(plan).splitlines()
+    console = Console(width=160, record=True, color_system=None)
+    console.print(plan_table(plan))
+    assert (
+        "timeouts of topicid-mismatch: stop 2 min 0 s, start 15 min 0 s (more while it loads its"
+        " logs), in sync 5 min 0 s, each service command 45 s"
+    ) in console.export_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("resolved", "unavailable"),
+    [
+        pytest.param(PlannedMinIsr(2, MinIsrSource.SERVER_PROPERTIES, "broker(s) 1, 2, 3"), True),
+        pytest.param(PlannedMinIsr(1, MinIsrSource.CLUSTER_YAML, "nothing known"), False),
+    ],
+    ids=["brokers-say-2", "fallback-1"],
+)
+def test_the_brokers_min_isr_decides_what_a_restart_makes_unavailable(
+    resolved: PlannedMinIsr, unavailable: bool
+) -> None:
+    """A topic of two replicas without an override: with the brokers' min.insync.replicas=2 a
+    restart of either replica leaves it unwritable (acks=all), which the plan names and the
+    message of `fix` explains; with 1 it stays writable."""
+    state = cluster(brokers=[1, 2, 3], topics={**ORDERS, "ledger": {0: [3, 1]}}, controller=1)
+    ledger = replace(state.topics["ledger"], config={})
+    state = replace(state, topics={**state.topics, "ledger": ledger})
+    kinds = {(3, "orders", p): "TOPIC_ID_MISMATCH" for p in (0, 1, 2)}
+    plan = plan_for(
+        state, findings_for(state, kinds), min_isr_default=resolved.value, min_isr=resolved
+    )
+    assert plan.min_isr == resolved
+    assert plan.min_isr_topics["ledger"] == resolved
+    assert plan.min_isr_topics["orders"] == PlannedMinIsr(
+        2, MinIsrSource.TOPIC_OVERRIDE, "/config/topics/orders"
+    )
+    assert (TopicPartition("ledger", 0) in plan.newly_unavailable) is unavailable
+    if unavailable:
+        message = unaccepted(plan)
+        assert "ledger-0 (" in message
+        assert "ledger: min.insync.replicas 2 (server.properties: broker(s) 1, 2, 3)" in message
+        assert f"min.insync.replicas without a topic override: {resolved}" in plan_markdown(plan)
+    assert plan_from_json(plan.to_json()) == plan

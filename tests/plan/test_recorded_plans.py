@@ -5,7 +5,10 @@ byte for byte.
 and the executor's tests, from the plan files of the sandbox's runs, and from plans made on
 purpose with topic names that hold '-' and digits and with topics of more than ten partitions
 (where names and numbers sort apart): one of each shape the suite makes. With each, its
-digest and the sha256 of its markdown and table renderings as they were then. Every document
+digest and the sha256 of its markdown and table renderings as they were then (made again
+only when a rendering changed on purpose, after reading the diff: the timeouts lines the
+renderings gained are the only lines that differ; one plan was recorded again with the
+min.insync.replicas it resolved, its lines the only new ones). Every document
 must come back from `plan_from_json` typed, and go out again through `to_json` as the same
 bytes, in every form the plan is written (the plan file, the canonical form its digest
 covers, plain `json.dumps`), with the same digest and the same renderings.
@@ -104,6 +107,8 @@ def test_the_corpus_holds_every_kind_of_plan() -> None:
     assert any(isinstance(s, RestoreStep) and s.rolled_later for s in steps)
     assert any(p.candidates for p in plans) and any(p.newly_unavailable for p in plans)
     assert any(p.unavailable_now for p in plans) and any(p.refused for p in plans)
+    # The min.insync.replicas a plan resolved, from the brokers and from a topic override.
+    assert any(p.min_isr is not None and p.min_isr_topics for p in plans)
     assert any(s.predicted.last_in_isr for s in steps)
     # Topic names holding '-' and digits, and partitions whose names sort apart from their
     # numbers ("t-10" before "t-2").

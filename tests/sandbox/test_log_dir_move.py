@@ -61,13 +61,20 @@ def kafka_admin(incident: Incident) -> KafkaAdmin:
     return KafkaPythonAdmin([f"{b.host}:{b.port}" for b in incident.state.brokers])
 
 
-def replica_dir(incident: Incident, broker: int, partition: int) -> Path:
-    (found,) = [
+def on_disk(incident: Incident, broker: int, partition: int) -> list[Path]:
+    """Every directory named after the replica in the broker's log dirs (two for a moment
+    during a swap, see `moved_on_disk`)."""
+    return [
         Path(d) / f"{TOPIC}-{partition}"
         for d in incident.state.broker(broker).log_dirs
         if (Path(d) / f"{TOPIC}-{partition}").is_dir()
     ]
-    return found
+
+
+def replica_dir(incident: Incident, broker: int, partition: int) -> Path:
+    found = on_disk(incident, broker, partition)
+    assert len(found) == 1, f"broker {broker} has {len(found)} {TOPIC}-{partition} dirs: {found}"
+    return found[0]
 
 
 def file_id(directory: Path) -> str | None:
@@ -117,6 +124,22 @@ def test_the_move_and_the_trigger(incident: Incident) -> None:
             }
 
         wait_until(moved, f"the replicas of {TOPIC}-{partition} to move", timeout=60)
+
+        def moved_on_disk() -> bool:
+            # DescribeLogDirs reports the move done once the broker's maps are swapped; on the
+            # disk, real 2.8.2 renames the future dir to the replica's name first and only
+            # then the old one away (LogManager.replaceCurrentWithFutureLog): until then the
+            # broker has two.
+            return all(
+                on_disk(incident, b, partition) == [Path(d) / f"{TOPIC}-{partition}"]
+                for (_, _, b), d in moves.items()
+            )
+
+        wait_until(
+            moved_on_disk,
+            f"one {TOPIC}-{partition} dir per broker, in its new log dir: {moves}",
+            timeout=30,
+        )
         # The move is the broker's own business: nothing changed in ZooKeeper.
         assert partition_states(zk, TOPIC, [partition])[partition] == before[partition]
         swapped = {file_id(replica_dir(incident, b, partition)) for _, _, b in moves}

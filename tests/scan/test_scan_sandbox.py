@@ -21,6 +21,7 @@ from remediate.sandbox import admin, cluster, process
 from remediate.sandbox.reproduce import Incident, replica_file_ids
 from remediate.scan.findings import ScanReport
 from remediate.scan.scanner import classify_on_duckdb, classify_snapshots
+from tests import core_install
 from tests.sandbox.helpers import replica_dirs
 from tests.scan.test_engines import canonical
 from tests.wait import wait_until
@@ -131,6 +132,49 @@ def test_scan_and_check_print_nothing_on_stderr_and_both_engines_agree(
     assert json.loads(on_duckdb.stdout) == json.loads(on_spark.stdout)
     mixed = run_cli("check", "-c", config, "--spark-master", "local[1]")
     assert "--spark-master needs --engine spark" in mixed.stderr
+
+
+def test_the_wheel_alone_checks_the_sandbox_and_names_the_spark_extra(
+    reproduced: Incident, tmp_path: Path
+) -> None:
+    """An operator's install: the project's wheel, built here, in a new venv with its core
+    dependencies only (tests/core_install.py). `check` reads the sandbox with no Spark (nor
+    pytest) there, and `scan`, `plan` and `fix`, which classify on Spark, say in one line what
+    installs it."""
+    bin_dir = core_install.install(tmp_path)
+    present = subprocess.run(
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "import importlib.util as u, sys; print(*[m for m in sys.argv[1:] if u.find_spec(m)])",
+            *("pyspark", "py4j", "pytest", "hypothesis", "selenium", "mypy", "build"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert present.stdout.split() == [], "the core install has an extra's package"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        config = str(reproduced.directory / "cluster.yaml")
+        return subprocess.run(
+            [str(bin_dir / "remediate"), *args, "-c", config],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+            cwd=tmp_path,
+        )
+
+    checked = run("check")
+    assert checked.returncode == 2, checked.stdout[-2000:] + checked.stderr[-2000:]
+    assert checked.stdout.startswith("CRITICAL: 18 replicas checked") and checked.stderr == ""
+    for command in ("scan", "plan", "fix"):
+        refused = run(command)
+        assert refused.returncode == 3, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert refused.stdout == "" and refused.stderr.count("\n") == 1, refused.stderr[-3000:]
+        assert "pip install 'remediate[spark]'" in refused.stderr
 
 
 def test_spark_standalone_cluster_gives_the_same_result(

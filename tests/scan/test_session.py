@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from remediate.errors import SparkNotInstalledError
 from remediate.scan import session
 
 
@@ -35,6 +36,19 @@ def test_the_idle_share_is_a_share() -> None:
     share = session.idle_share(0.05)
     assert share is not None  # Linux
     assert 0.0 <= share <= 1.0
+
+
+def test_without_pyspark_a_spark_session_is_refused_before_it_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where PySpark is not installed, a session is refused at once (before the caller reads
+    the cluster), in one line naming the extra; no thread is started."""
+    monkeypatch.setattr(session.cds, "spark_home", lambda: None)
+    for start in (session.BackgroundSession, session.spark_session):
+        with pytest.raises(SparkNotInstalledError) as refused:
+            start()
+        said = str(refused.value)
+        assert "\n" not in said and "pip install 'remediate[spark]'" in said
 
 
 # Each case in a process of its own: a BackgroundSession starts and stops its own SparkContext.

@@ -278,7 +278,6 @@ if f'print "{HEADER} {FORMAT_VERSION} awk-nul="' not in _AWK:  # pragma: no cove
 def inventory_command(
     log_dirs: Sequence[str],
     *,
-    sudo: bool = False,
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
     epoch_tail_lines: int = DEFAULT_EPOCH_TAIL_LINES,
     state_change_log: str | None = None,
@@ -288,8 +287,8 @@ def inventory_command(
     `nice -n 10 sh -c '<script>' sh <state-change log or ''> <dirs>` (at a lower priority: it
     walks every partition directory, and on a busy broker the broker's own work comes first).
 
-    Every argument is quoted with shlex.quote; with `sudo` the command is prefixed with
-    `sudo -n ` (never prompts). Its stdout is printable ASCII (see the module docstring).
+    Every argument is quoted with shlex.quote (sudo, where configured, is the transport's:
+    remediate/transport.py). Its stdout is printable ASCII (see the module docstring).
     With `state_change_log`, the mismatch lines of that file's last `state_change_tail_bytes`
     bytes are reported too.
     """
@@ -315,5 +314,4 @@ def inventory_command(
         tail_bytes_plus_one=int(state_change_tail_bytes) + 1,
     )
     words = ["nice", "-n", "10", "sh", "-c", script, "sh", state_change_log or "", *log_dirs]
-    command = " ".join(shlex.quote(word) for word in words)
-    return f"sudo -n {command}" if sudo else command
+    return " ".join(shlex.quote(word) for word in words)

@@ -31,7 +31,7 @@ from remediate.execute.backup.scripts import (
     restore_script,
     shell_command,
 )
-from remediate.ports import CommandResult, Transport
+from remediate.ports import CommandKind, CommandResult, Transport
 
 _LABEL = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -42,7 +42,6 @@ def backup_files(
     *,
     backup_dir: str,
     label: str,
-    sudo: bool = False,
     timeout: float = 120.0,
 ) -> Backup:
     """Archive the existing `files` into `<backup_dir>/<label>/<label>.tar.gz`, verified.
@@ -62,12 +61,12 @@ def backup_files(
     archive, manifest = f"{directory}/{label}.tar.gz", f"{directory}/{label}.sha256"
     script = backup_script(directory, archive, manifest, files)
     what = f"backup of {len(files)} files into {archive!r}"
-    out = _run(transport, script, sudo=sudo, timeout=timeout, what=what, handled={"files"})
+    out = _run(transport, script, CommandKind.BACKUP, timeout=timeout, what=what, handled={"files"})
     answer = parse_backup_answer(out)
     refused = (answer.not_regular, answer.unreadable)
     _refuse_bad_files(transport, out, refused, files, "nothing was backed up")
     if answer.archive_exists:
-        return _resume(transport, files, answer.present, archive, manifest, sudo, timeout)
+        return _resume(transport, files, answer.present, archive, manifest, timeout)
     missing = tuple(files[i] for i in answer.missing)
     entries = tuple(
         BackupEntry(files[i], sha, size) for i, (size, sha) in sorted(answer.present.items())
@@ -78,7 +77,7 @@ def backup_files(
             raise BackupError("the broker's answer has no 'A' record")
         archive_sha = answer.archive_sha256
     backup = Backup(archive, manifest, archive_sha, entries, missing)
-    verify_backup(transport, backup, sudo=sudo, timeout=timeout)
+    verify_backup(transport, backup, timeout=timeout)
     return backup
 
 
@@ -88,7 +87,6 @@ def _resume(
     present: Mapping[int, tuple[int, str]],
     archive: str,
     manifest: str,
-    sudo: bool,
     timeout: float,
 ) -> Backup:
     """The Backup an existing archive holds, if it is the backup of exactly `files`.
@@ -98,7 +96,7 @@ def _resume(
     """
     host = transport.description
     rels = [path[1:] for path in files]
-    readback = _read_back(transport, archive, manifest, rels, sudo=sudo, timeout=timeout)
+    readback = _read_back(transport, archive, manifest, rels, timeout=timeout)
     _check_kinds(host, archive, manifest, readback)
     recorded = _parse_manifest(host, manifest, readback.manifest)
     refuse = f"{host}: a backup already exists at {archive!r}"
@@ -123,13 +121,11 @@ def _resume(
             size = readback.members.get(i, (0, ""))[0]
             entries.append(BackupEntry(path, recorded[rels[i]], size))
     backup = Backup(archive, manifest, readback.archive_sha256, tuple(entries), tuple(missing))
-    verify_backup(transport, backup, sudo=sudo, timeout=timeout)
+    verify_backup(transport, backup, timeout=timeout)
     return backup
 
 
-def verify_backup(
-    transport: Transport, backup: Backup, *, sudo: bool = False, timeout: float = 120.0
-) -> None:
+def verify_backup(transport: Transport, backup: Backup, *, timeout: float = 120.0) -> None:
     """Read the backup back: archive digest and mode, manifest, member names and bytes.
 
     Raises BackupError naming the first difference. A backup with no entries has no archive
@@ -138,14 +134,12 @@ def verify_backup(
     if not backup.entries:
         return
     rels = [entry.path[1:] for entry in backup.entries]
-    readback = _read_back(
-        transport, backup.archive, backup.manifest, rels, sudo=sudo, timeout=timeout
-    )
+    readback = _read_back(transport, backup.archive, backup.manifest, rels, timeout=timeout)
     _check(transport.description, backup, readback)
 
 
 def delete_backed_up(
-    transport: Transport, backup: Backup, *, sudo: bool = False, timeout: float = 60.0
+    transport: Transport, backup: Backup, *, timeout: float = 60.0
 ) -> tuple[str, ...]:
     """Delete exactly the backup's files, if each still holds the bytes that were backed up.
 
@@ -160,7 +154,12 @@ def delete_backed_up(
     host = transport.description
     what = f"deletion of {len(backup.entries)} backed-up files"
     out = _run(
-        transport, script, sudo=sudo, timeout=timeout, what=what, handled={"files", "archive"}
+        transport,
+        script,
+        CommandKind.DELETE,
+        timeout=timeout,
+        what=what,
+        handled={"files", "archive"},
     )
     if out.failed == "archive":
         raise BackupError(
@@ -184,7 +183,7 @@ def delete_backed_up(
 
 
 def restore_backup(
-    transport: Transport, backup: Backup, *, sudo: bool = False, timeout: float = 120.0
+    transport: Transport, backup: Backup, *, timeout: float = 120.0
 ) -> tuple[str, ...]:
     """Put the backed-up files back in place from a verified archive; returns their paths.
 
@@ -194,7 +193,7 @@ def restore_backup(
     if not backup.entries:
         return ()
     host = transport.description
-    verify_backup(transport, backup, sudo=sudo, timeout=timeout)
+    verify_backup(transport, backup, timeout=timeout)
     rels = [entry.path[1:] for entry in backup.entries]
     reason = check_member_names(rels, set(rels))
     if reason is not None:
@@ -203,7 +202,9 @@ def restore_backup(
         backup.archive, backup.archive_sha256, rels, [entry.path for entry in backup.entries]
     )
     what = f"restore of {len(rels)} files from {backup.archive!r}"
-    out = _run(transport, script, sudo=sudo, timeout=timeout, what=what, handled={"archive"})
+    out = _run(
+        transport, script, CommandKind.RESTORE, timeout=timeout, what=what, handled={"archive"}
+    )
     if out.failed == "archive":
         raise BackupError(
             f"{host}: backup archive {backup.archive!r} changed while it was being restored"
@@ -231,11 +232,16 @@ def _read_back(
     manifest: str,
     rels: Sequence[str],
     *,
-    sudo: bool,
     timeout: float,
 ) -> ReadBack:
     script = read_back_script(archive, manifest, rels)
-    out = _run(transport, script, sudo=sudo, timeout=timeout, what=f"read-back of {archive!r}")
+    out = _run(
+        transport,
+        script,
+        CommandKind.BACKUP_READ_BACK,
+        timeout=timeout,
+        what=f"read-back of {archive!r}",
+    )
     return parse_read_back(out)
 
 
@@ -311,18 +317,18 @@ def _parse_manifest(host: str, path: str, data: bytes) -> dict[str, str]:
 def _run(
     transport: Transport,
     script: str,
+    kind: CommandKind,
     *,
-    sudo: bool,
     timeout: float,
     what: str,
     handled: Collection[str] = (),
 ) -> ScriptOutput:
-    """Run `script` under sh (and sudo) and parse its records.
+    """Run `script` (a `kind` of command) under sh and parse its records.
 
     Raises BackupError if it did not finish, unless it stopped at one of the `handled` steps,
     which the caller turns into a specific message.
     """
-    result: CommandResult = transport.run(shell_command(script, sudo=sudo), timeout=timeout)
+    result: CommandResult = transport.run(shell_command(script), timeout=timeout, kind=kind)
     out = parse_output(result.stdout)
     stderr = result.stderr.strip()[-500:]
     if out.failed is None and (result.exit_code != 0 or not out.complete):

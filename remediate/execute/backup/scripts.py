@@ -3,10 +3,11 @@ read a backup back. Pure: each function only builds a script; operations.py runs
 
 The broker needs only POSIX sh, coreutils (sha256sum, wc, od, stat), find and GNU tar with gzip:
 no Python. Every command is one `sh -c` script (so the login shell of an ssh user does not
-matter), optionally under `sudo -n`. Paths are untrusted text: each reaches the script only as a
-`shlex.quote`d word, and no path ever comes back in the output. Requested files are referred to
-by their index, and the two things read back by name (the manifest and tar's listing) come back
-as hex from `od`, so a name holding a newline or a quote cannot be misread.
+matter), run as root where cluster.yaml says sudo (the transport's doing: remediate/transport.py).
+Paths are untrusted text: each reaches the script only as a `shlex.quote`d word, and no path
+ever comes back in the output. Requested files are referred to by their index, and the two
+things read back by name (the manifest and tar's listing) come back as hex from `od`, so a
+name holding a newline or a quote cannot be misread.
 
 Output records, one a line, space-separated (I an index into the request, N a number, H hex):
 `P I N SHA` present file (size, sha256), `M I` missing, `O I` not a regular file, `U I`
@@ -41,10 +42,9 @@ def _words(values: Sequence[str]) -> str:
     return " ".join(shlex.quote(value) for value in values)
 
 
-def shell_command(script: str, *, sudo: bool) -> str:
-    """The command that runs `script` under sh (and `sudo -n`, which never prompts)."""
-    prefix = "sudo -n sh -c " if sudo else "sh -c "
-    return prefix + shlex.quote(script)
+def shell_command(script: str) -> str:
+    """The command that runs `script` under sh."""
+    return "sh -c " + shlex.quote(script)
 
 
 def backup_script(directory: str, archive: str, manifest: str, files: Sequence[str]) -> str:

@@ -1,0 +1,157 @@
+"""min.insync.replicas as Kafka resolves it, and where each value came from (pure, no I/O).
+
+A partition's leader enforces its topic's min.insync.replicas: the topic's override
+(/config/topics/<t>), else the leader broker's own setting, which is, in Kafka's order, its
+per-broker dynamic setting (/config/brokers/<id>), the cluster's dynamic default
+(/config/brokers/<default>), its static server.properties, Kafka's default 1. Leadership moves,
+so where brokers disagree the strictest (the largest) is the one to plan with.
+cluster.yaml's `min_insync_replicas_default` stands in only for a broker nothing is known of.
+
+The facts are read by remediate/collect/min_isr.py; the plan records the result
+(`PlannedMinIsr`) with its source, and the gates and the availability model use its value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+KEY = "min.insync.replicas"
+# Kafka's own default, when no setting anywhere names it.
+KAFKA_DEFAULT = 1
+
+
+class MinIsrSource(StrEnum):
+    """Where a min.insync.replicas came from."""
+
+    TOPIC_OVERRIDE = "topic override"
+    BROKER_DYNAMIC = "broker dynamic setting"
+    CLUSTER_DYNAMIC_DEFAULT = "cluster dynamic default"
+    SERVER_PROPERTIES = "server.properties"
+    DESCRIBE_CONFIGS = "DescribeConfigs"
+    CLUSTER_YAML = "cluster.yaml fallback"
+
+
+def parse_min_isr(value: str | None) -> int | None:
+    """A setting's text as Kafka would take it; None for absent or not a positive integer."""
+    if value is None:
+        return None
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        return None
+    return int(text)
+
+
+@dataclass(frozen=True)
+class PlannedMinIsr:
+    """One resolved min.insync.replicas: its value, where it came from, and in words which
+    setting it is (a znode, a broker's file)."""
+
+    value: int
+    source: MinIsrSource
+    detail: str = ""
+
+    def __str__(self) -> str:
+        said = f"{self.value} ({self.source}"
+        return said + (f": {self.detail})" if self.detail else ")")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "source": str(self.source), "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> PlannedMinIsr:
+        return cls(
+            int(document["value"]),
+            MinIsrSource(str(document["source"])),
+            str(document.get("detail", "")),
+        )
+
+
+@dataclass(frozen=True)
+class BrokerMinIsr:
+    """What is known of one broker's own min.insync.replicas.
+
+    `dynamic`: its per-broker dynamic setting (/config/brokers/<id>). `static`: its static
+    setting, read from `static_source` (its server.properties, or DescribeConfigs); None when
+    it could not be read (`problem` says why). `static_unset`: the file does not set it, so
+    Kafka's default applies."""
+
+    broker: int
+    dynamic: int | None = None
+    static: int | None = None
+    static_source: MinIsrSource | None = None
+    static_unset: bool = False
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class MinIsrFacts:
+    """The cluster's dynamic default (/config/brokers/<default>) and each broker's own."""
+
+    cluster_default: int | None = None
+    brokers: Mapping[int, BrokerMinIsr] = field(default_factory=dict)
+
+
+def broker_min_isr(facts: MinIsrFacts, broker: int) -> PlannedMinIsr | None:
+    """The broker's effective setting in Kafka's order; None when nothing is known of it."""
+    known = facts.brokers.get(broker, BrokerMinIsr(broker))
+    if known.dynamic is not None:
+        return PlannedMinIsr(
+            known.dynamic, MinIsrSource.BROKER_DYNAMIC, f"/config/brokers/{broker}"
+        )
+    if facts.cluster_default is not None:
+        return PlannedMinIsr(
+            facts.cluster_default, MinIsrSource.CLUSTER_DYNAMIC_DEFAULT, "/config/brokers/<default>"
+        )
+    if known.static is not None and known.static_source is not None:
+        unset = " does not set it: Kafka's default" if known.static_unset else ""
+        return PlannedMinIsr(known.static, known.static_source, f"broker {broker}{unset}")
+    return None
+
+
+def brokers_min_isr(facts: MinIsrFacts, brokers: list[int], fallback: int) -> PlannedMinIsr:
+    """What a topic without an override gets: the strictest of the brokers' own settings.
+    A broker nothing is known of counts with `fallback` (cluster.yaml's last resort)."""
+    found: list[tuple[int, int, PlannedMinIsr]] = []
+    unknown: list[int] = []
+    for broker in sorted(brokers):
+        resolved = broker_min_isr(facts, broker)
+        if resolved is None:
+            unknown.append(broker)
+        else:
+            found.append((resolved.value, -broker, resolved))
+    unknown_text = ", ".join(str(b) for b in unknown)
+    if not found:
+        if facts.cluster_default is not None:
+            return PlannedMinIsr(
+                facts.cluster_default,
+                MinIsrSource.CLUSTER_DYNAMIC_DEFAULT,
+                "/config/brokers/<default>",
+            )
+        detail = f"nothing known of broker(s) {unknown_text}" if unknown else "no broker known"
+        return PlannedMinIsr(fallback, MinIsrSource.CLUSTER_YAML, detail)
+    value, _, best = max(found, key=lambda item: (item[0], item[1]))
+    if unknown and fallback > value:
+        return PlannedMinIsr(
+            fallback, MinIsrSource.CLUSTER_YAML, f"nothing known of broker(s) {unknown_text}"
+        )
+    if best.source is MinIsrSource.CLUSTER_DYNAMIC_DEFAULT:
+        return best
+    # Several brokers with the same strictest value from the same kind of setting: named.
+    agreeing = sorted(-b for v, b, p in found if v == value and p.source is best.source)
+    detail = f"broker(s) {', '.join(str(b) for b in agreeing)}"
+    if best.detail.endswith("Kafka's default"):
+        detail += " (not set: Kafka's default)"
+    if unknown:
+        detail += f"; nothing known of broker(s) {unknown_text}"
+    return PlannedMinIsr(value, best.source, detail)
+
+
+def topic_min_isr(topic: str, config: Mapping[str, str], default: PlannedMinIsr) -> PlannedMinIsr:
+    """The topic's min.insync.replicas: its override, else the brokers' `default`."""
+    override = parse_min_isr(config.get(KEY))
+    if override is not None:
+        return PlannedMinIsr(override, MinIsrSource.TOPIC_OVERRIDE, f"/config/topics/{topic}")
+    return default
