@@ -61,9 +61,13 @@ def test_up_runs_real_kafka_with_its_defaults_in_the_sandbox_layout(real: Path) 
             "transaction.state.log.replication.factor",
             "transaction.state.log.min.isr",
         }
+        # Broker-wide, as production clusters with RF 3 set it; the tool reads it here.
+        assert props["min.insync.replicas"] == "2"
         # Kafka's defaults for everything else: controlled shutdown, leader rebalancing, every
         # timer and the inter-broker protocol among them.
-        assert set(props) == fixed | internal | set(jvm_broker.TWO_CORE_SETTINGS)
+        assert set(props) == fixed | internal | {"min.insync.replicas"} | set(
+            jvm_broker.TWO_CORE_SETTINGS
+        )
         command = process.command_line(cluster.broker_pid(real, broker) or -1)
         assert "kafka.Kafka" in command and str(path) in command
     # The tool finds the log dirs in server.properties, as on a production broker.
