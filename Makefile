@@ -46,8 +46,9 @@ venv: $(BIN)/.installed
 spark-archive: venv
 	@$(BIN)/remediate prepare-spark
 
-# Real Apache Kafka 2.8.2 and 3.4.1 and Kafka 1.0.2's tools, from Maven Central
-# (lab/kafka/pom.xml), into lab/kafka/jars/: fetched once, a no-op while the cache is complete.
+# Real Apache Kafka 2.8.2, 3.4.1 and 3.9.2 (the releases make test runs) and Kafka 1.0.2's
+# tools, from Maven Central (remediate/sandbox/releases.py), into lab/kafka/jars/: fetched
+# once, a no-op while the cache is complete.
 kafka-jars: venv
 	@$(BIN)/remediate sandbox fetch-kafka
 
@@ -86,12 +87,14 @@ fault-table: setup
 # per broker the repair needs no restart (the replicas of one id move to the other log dir of
 # their broker, then take the id the cluster keeps from the LeaderAndIsr that follows).
 # DEMO_KAFKA=3.4: every replica keeps the old id there, and the repair is a restore.
-# DEMO_KAFKA=real-2.8.2 (or real-3.4.1): the same on real Apache Kafka brokers.
+# DEMO_KAFKA=real-<version> (any of `remediate sandbox fetch-kafka --help`'s, e.g. real-3.9.2):
+# the same on real Apache Kafka brokers, fetched first if they are not.
 DEMO_KAFKA ?= 2.8
 DEMO_BROKERS = $(if $(filter real-%,$(DEMO_KAFKA)),--kafka $(DEMO_KAFKA),--kafka-version $(DEMO_KAFKA))
 demo: setup
 	-@$(BIN)/remediate sandbox down --dir $(DEMO_DIR) >/dev/null 2>&1
 	rm -rf $(DEMO_DIR)
+	$(if $(filter real-%,$(DEMO_KAFKA)),$(BIN)/remediate sandbox fetch-kafka $(patsubst real-%,%,$(DEMO_KAFKA)))
 	$(BIN)/remediate sandbox up --dir $(DEMO_DIR) $(DEMO_BROKERS)
 	$(BIN)/remediate sandbox reproduce --dir $(DEMO_DIR)
 	@$(BIN)/remediate scan -c $(DEMO_DIR)/cluster.yaml 2>/dev/null; echo "scan exit code: $$? (2 = CRITICAL)"

@@ -12,7 +12,16 @@ import click
 from rich.table import Table
 
 from remediate.cli.common import console
-from remediate.sandbox import admin, clients, cluster, jvm_broker, kafka_jars, legacy_admin
+from remediate.errors import SandboxError
+from remediate.sandbox import (
+    admin,
+    clients,
+    cluster,
+    jvm_broker,
+    kafka_jars,
+    legacy_admin,
+    releases,
+)
 from remediate.sandbox.reproduce import IncidentStep, reproduce
 
 DEFAULT_DIR = ".sandbox"
@@ -68,8 +77,9 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
     type=click.Choice(list(jvm_broker.KAFKA_KINDS)),
     default=jvm_broker.EMULATED,
     show_default=True,
-    help="The brokers: the emulator, or real Apache Kafka from Maven Central's jars"
-    " (`remediate sandbox fetch-kafka` fetches them; make setup does).",
+    help="The brokers: the emulator, or a real Apache Kafka release from Maven Central's jars"
+    " (`remediate sandbox fetch-kafka VERSION` fetches them; make setup fetches 2.8.2, 3.4.1"
+    " and 3.9.2).",
 )
 @click.option(
     "--kafka-version",
@@ -139,12 +149,27 @@ def up(
 
 
 @sandbox.command(name="fetch-kafka")
+@click.argument("versions", nargs=-1, metavar="[VERSION]...")
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help=f"Every release the sandbox runs ({', '.join(releases.VERSIONS)}).",
+)
 @json_option
-def fetch_kafka(as_json: bool) -> None:
-    """Fetch real Kafka's jars from Maven Central once (lab/kafka/pom.xml): the 2.8.2 and 3.4.1
-    brokers and Kafka 1.0.2's tools. Nothing is fetched while the cache is complete."""
+def fetch_kafka(versions: tuple[str, ...], every: bool, as_json: bool) -> None:
+    """Fetch real Kafka's jars from Maven Central once: the brokers of VERSION... (by default
+    the releases make test runs: 2.8.2, 3.4.1 and 3.9.2) and Kafka 1.0.2's tools. Nothing is fetched
+    while the cache holds them complete."""
+    if every and versions:
+        raise click.UsageError("give VERSION... or --all, not both")
+    try:
+        chosen = releases.VERSIONS if every else versions
+        classpaths = kafka_jars.classpaths_for(chosen) if chosen else None
+    except SandboxError as error:
+        raise click.BadParameter(str(error), param_hint="VERSION") from None
     with err.status("fetching real Kafka's jars with Maven"):
-        fetched = kafka_jars.fetch()
+        fetched = kafka_jars.fetch(classpaths)
     if as_json:
         emit_json({"cache": str(kafka_jars.jars_dir()), "fetched": fetched})
     elif fetched:

@@ -13,8 +13,8 @@ Layout of a sandbox directory D:
     D/ssh/                              keys, known_hosts and sshd configs (with --ssh)
 
 A broker is either the emulator (`remediate.sandbox.broker`, `--kafka emulated`) or real
-Apache Kafka from Maven Central's jars (`--kafka real-2.8.2|real-3.4.1`, jvm_broker.py); both
-are started, stopped and found by pid the same way.
+Apache Kafka from Maven Central's jars (`--kafka real-<version>`, releases.py and
+jvm_broker.py); both are started, stopped and found by pid the same way.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from kazoo.client import KazooClient
 
 from remediate.errors import SandboxError
 from remediate.formats.znodes import BROKER_IDS, CONTROLLER, decode_controller
-from remediate.sandbox import jvm_broker, kafka_jars, process, sshd, zkserver
+from remediate.sandbox import jvm_broker, kafka_jars, process, releases, sshd, zkserver
 from remediate.sandbox.config import (
     KAFKA_VERSIONS,
     BrokerSettings,
@@ -76,6 +76,12 @@ class SandboxState:
     @property
     def real_kafka(self) -> jvm_broker.RealKafka | None:
         return jvm_broker.REAL_KAFKA.get(self.kafka)
+
+    @property
+    def brokers_label(self) -> str:
+        """What the brokers run: `Apache Kafka 3.9.2`, or `the Kafka 2.8 emulation`."""
+        real = self.real_kafka
+        return real.label if real is not None else f"the Kafka {self.kafka_version} emulation"
 
     @property
     def zk_connect(self) -> str:
@@ -247,7 +253,8 @@ def wait_registered(
                 if not process.is_alive(pid):
                     logs = broker_dir(Path(state.directory), broker_id) / "logs"
                     raise SandboxError(
-                        f"broker {broker_id} exited during startup:\n" + jvm_broker.last_lines(logs)
+                        f"broker {broker_id} ({state.brokers_label}) exited during startup:\n"
+                        + jvm_broker.last_lines(logs)
                     )
             time.sleep(0.1)
     finally:
@@ -258,8 +265,8 @@ def wait_registered(
         jvm_broker.last_lines(broker_dir(Path(state.directory), b) / "logs") for b in missing
     )
     raise SandboxError(
-        f"brokers {missing or broker_ids} did not register within {timeout:.0f}s"
-        + (f":\n{details}" if details else "")
+        f"brokers {missing or broker_ids} ({state.brokers_label}) did not register within"
+        f" {timeout:.0f}s" + (f":\n{details}" if details else "")
     )
 
 
@@ -305,15 +312,19 @@ def up(
     """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up.
 
     `kafka` picks the brokers: the emulator of Kafka `kafka_version`, or a real Kafka release
-    (`real-2.8.2`, `real-3.4.1`). `properties` are broker settings written into every
-    broker's server.properties (Kafka's keys; the emulator reads the ones it models)."""
+    (`real-<version>`, remediate/sandbox/releases.py). `properties` are broker settings
+    written into every broker's server.properties (Kafka's keys; the emulator reads the ones
+    it models)."""
     directory = directory.resolve()
-    if kafka not in jvm_broker.KAFKA_KINDS:
-        raise SandboxError(f"--kafka must be one of {', '.join(jvm_broker.KAFKA_KINDS)}")
-    real = jvm_broker.REAL_KAFKA.get(kafka)
+    real = releases.release(kafka) if kafka.startswith("real-") else None
+    if real is None and kafka != jvm_broker.EMULATED:
+        raise SandboxError(
+            f"--kafka must be {jvm_broker.EMULATED} or real-<version>, one of"
+            f" {', '.join(releases.VERSIONS)}; not {kafka!r}"
+        )
     if real is not None:
-        kafka_jars.classpath(real.classpath_name)  # fetched, or say how to fetch it
-        kafka_version = real.line
+        kafka_jars.classpath(real.classpath.name)  # fetched, or say how to fetch it
+        kafka_version = real.rules
     if kafka_version not in KAFKA_VERSIONS:
         raise SandboxError(f"--kafka-version must be one of {', '.join(KAFKA_VERSIONS)}")
     fresh = not (directory / STATE_FILE).exists()

@@ -11,35 +11,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from remediate.formats.properties import dump_properties
-from remediate.sandbox import kafka_jars
+from remediate.sandbox import kafka_jars, releases
 
 MAIN_CLASS = "kafka.Kafka"
 
 
-@dataclass(frozen=True)
-class RealKafka:
-    """One real Kafka release the sandbox can run."""
-
-    name: str  # as `sandbox up --kafka` takes it
-    version: str
-    classpath_name: str  # its entry in the jar cache
-    line: str  # major.minor, as the emulator's --kafka-version
-
-    @property
-    def label(self) -> str:
-        return f"Apache Kafka {self.version}"
-
-
-REAL_KAFKA: dict[str, RealKafka] = {
-    "real-2.8.2": RealKafka("real-2.8.2", "2.8.2", kafka_jars.BROKER_2_8, "2.8"),
-    "real-3.4.1": RealKafka("real-3.4.1", "3.4.1", kafka_jars.BROKER_3_4, "3.4"),
-}
+RealKafka = releases.KafkaRelease
+REAL_KAFKA: dict[str, RealKafka] = {r.name: r for r in releases.RELEASES}
 EMULATED = "emulated"
 KAFKA_KINDS = (EMULATED, *REAL_KAFKA)
+
 
 # Kafka's defaults that cannot work here, each with its default and why.
 TWO_CORE_SETTINGS: dict[str, str] = {
@@ -137,7 +121,7 @@ def argv(
         f"-Dlog4j.configuration=file:{log4j}",
         f"-Dkafka.logs.dir={logs_dir}",
         "-cp",
-        kafka_jars.classpath(kafka.classpath_name),
+        kafka_jars.classpath(kafka.classpath.name),
         MAIN_CLASS,
         str(properties),
     ]

@@ -1,4 +1,4 @@
-"""Real Kafka's jars from Maven Central (remediate/sandbox/kafka_jars.py, lab/kafka/pom.xml):
+"""Real Kafka's jars from Maven Central (remediate/sandbox/kafka_jars.py, releases.py):
 fetched once, never again while complete, and a download that fails names the artifact."""
 
 from __future__ import annotations
@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
 from remediate.errors import SandboxError
-from remediate.sandbox import kafka_jars
+from remediate.sandbox import kafka_jars, releases
 
 # Maven's own words when an artifact is not there, as maven-resolver 1.x prints them.
 MAVEN_OUTPUTS = [
@@ -48,8 +49,8 @@ def test_the_artifacts_maven_could_not_get(output: str, expected: list[str]) -> 
 
 def test_a_complete_cache_is_never_fetched_again() -> None:
     """make setup fetched it; a second fetch does not even start Maven."""
-    for name in kafka_jars.CLASSPATHS:
-        assert kafka_jars.problem(kafka_jars.jars_dir() / name, verify=True) is None
+    for entry in kafka_jars.default_classpaths():
+        assert kafka_jars.problem(kafka_jars.jars_dir() / entry.name, verify=True) is None
     assert kafka_jars.fetch(mvn="/bin/false") == []
 
 
@@ -66,12 +67,13 @@ def test_an_incomplete_entry_is_named_and_fetched_again(
     assert kafka_jars.problem(legacy) == f"{legacy / 'zkclient-0.10.jar'}: missing"
     with pytest.raises(SandboxError, match="run `remediate sandbox fetch-kafka`"):
         kafka_jars.classpath(kafka_jars.LEGACY_CLIENT)
-    untouched = (cache / kafka_jars.BROKER_2_8 / kafka_jars.MANIFEST).stat().st_mtime_ns
+    broker = cache / kafka_jars.broker("2.8.2") / kafka_jars.MANIFEST
+    untouched = broker.stat().st_mtime_ns
 
     assert kafka_jars.fetch() == [kafka_jars.LEGACY_CLIENT]
     assert kafka_jars.problem(legacy, verify=True) is None
     assert kafka_jars.classpath(kafka_jars.LEGACY_CLIENT) == f"{legacy}/*"
-    assert (cache / kafka_jars.BROKER_2_8 / kafka_jars.MANIFEST).stat().st_mtime_ns == untouched
+    assert broker.stat().st_mtime_ns == untouched
     assert [p.name for p in cache.iterdir() if p.name.startswith(".")] == []
 
 
@@ -91,25 +93,54 @@ def test_a_jar_changed_on_disk_is_not_complete(tmp_path: Path) -> None:
 def test_a_download_that_fails_stops_with_the_artifacts_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A module asking Maven Central for a Kafka that was never released: fetch fails with
+    """A classpath asking Maven Central for a Kafka that was never released: fetch fails with
     the artifact's name, and nothing is left behind in the cache."""
-    lab = tmp_path / "lab"
-    shutil.copytree(kafka_jars.lab_dir(), lab, ignore=shutil.ignore_patterns("jars"))
-    pom = lab / "broker-2.8.2" / "pom.xml"
-    pom.write_text(
-        pom.read_text().replace("<version>2.8.2</version>", "<version>2.8.404</version>")
+    never = releases.Classpath(
+        "broker-2.8.404",
+        (releases.Artifact("org.apache.kafka", "kafka_2.13", "2.8.404"),),
+        "a Kafka that was never released",
     )
     cache = tmp_path / "jars"
-    monkeypatch.setenv("REMEDIATE_KAFKA_LAB", str(lab))
     monkeypatch.setenv("REMEDIATE_KAFKA_JARS", str(cache))
     with pytest.raises(SandboxError) as failure:
-        kafka_jars.fetch()
+        kafka_jars.fetch([never])
     assert "org.apache.kafka:kafka_2.13:jar:2.8.404" in str(failure.value)
     assert list(cache.iterdir()) == []
 
 
+def test_the_project_names_each_classpath_as_a_module_of_its_artifacts() -> None:
+    """The generated Maven project: one module per classpath, each depending on exactly the
+    registry's artifacts, every name escaped."""
+    odd = releases.Classpath(
+        "x<&>", (releases.Artifact("g<", "a&", "1>"),), "a name -- with dashes & <marks>"
+    )
+    files = kafka_jars.project([releases.release("3.9.2").classpath, odd])
+    assert sorted(files) == ["broker-3.9.2/pom.xml", "pom.xml", "x<&>/pom.xml"]
+    parent = ElementTree.fromstring(files["pom.xml"])
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    assert [m.text for m in parent.iterfind("m:modules/m:module", ns)] == ["broker-3.9.2", "x<&>"]
+    for name, expected in [
+        (
+            "broker-3.9.2",
+            [
+                ("org.apache.kafka", "kafka_2.13", "3.9.2"),
+                ("ch.qos.reload4j", "reload4j", "1.2.25"),
+                ("org.slf4j", "slf4j-reload4j", "1.7.36"),
+            ],
+        ),
+        ("x<&>", [("g<", "a&", "1>")]),
+    ]:
+        module = ElementTree.fromstring(files[f"{name}/pom.xml"])
+        assert module.findtext("m:artifactId", namespaces=ns) == name
+        found = [
+            tuple(d.findtext(f"m:{k}", namespaces=ns) for k in ("groupId", "artifactId", "version"))
+            for d in module.iterfind("m:dependencies/m:dependency", ns)
+        ]
+        assert found == expected
+
+
 def test_the_manifest_lists_every_jar_with_its_size_and_digest() -> None:
-    entry = kafka_jars.jars_dir() / kafka_jars.BROKER_2_8
+    entry = kafka_jars.jars_dir() / kafka_jars.broker("2.8.2")
     manifest = json.loads((entry / kafka_jars.MANIFEST).read_text())
     names = {j["name"] for j in manifest["jars"]}
     assert names == {p.name for p in entry.glob("*.jar")}

@@ -120,7 +120,7 @@ def test_a_broker_that_cannot_start_is_named_with_the_end_of_its_log(tmp_path: P
                 directory, kafka="real-2.8.2", brokers=1, properties={"num.io.threads": "none"}
             )
         said = str(failure.value)
-        assert "broker 1 exited during startup" in said
+        assert "broker 1 (Apache Kafka 2.8.2) exited during startup" in said
         assert "num.io.threads" in said and "server.log" in said
     finally:
         cluster.down(directory)
