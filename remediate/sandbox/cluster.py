@@ -74,7 +74,7 @@ class SandboxState:
     kafka: str = jvm_broker.EMULATED
 
     @property
-    def real_kafka(self) -> jvm_broker.RealKafka | None:
+    def real_kafka(self) -> releases.KafkaRelease | None:
         return jvm_broker.REAL_KAFKA.get(self.kafka)
 
     @property

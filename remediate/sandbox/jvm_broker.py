@@ -19,8 +19,7 @@ from remediate.sandbox import kafka_jars, releases
 MAIN_CLASS = "kafka.Kafka"
 
 
-RealKafka = releases.KafkaRelease
-REAL_KAFKA: dict[str, RealKafka] = {r.name: r for r in releases.RELEASES}
+REAL_KAFKA: dict[str, releases.KafkaRelease] = {r.name: r for r in releases.RELEASES}
 EMULATED = "emulated"
 KAFKA_KINDS = (EMULATED, *REAL_KAFKA)
 
@@ -112,7 +111,7 @@ def write_log4j(path: Path) -> Path:
 
 
 def argv(
-    kafka: RealKafka, *, java: str, properties: Path, logs_dir: Path, log4j: Path
+    kafka: releases.KafkaRelease, *, java: str, properties: Path, logs_dir: Path, log4j: Path
 ) -> list[str]:
     """The broker's command line; `properties` in it is how the sandbox knows its pid."""
     return [

@@ -131,13 +131,3 @@ def release(version: str) -> KafkaRelease:
         f"Kafka {version!r} is not a release the sandbox runs; it runs the ZooKeeper-mode"
         f" releases {', '.join(VERSIONS)}"
     )
-
-
-def by_name(name: str) -> KafkaRelease | None:
-    """The release `sandbox up --kafka NAME` names (`real-<version>`), or None."""
-    if not name.startswith("real-"):
-        return None
-    try:
-        return release(name)
-    except SandboxError:
-        return None
