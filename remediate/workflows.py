@@ -29,6 +29,7 @@ from remediate.execute.journal import RunStatus
 from remediate.execute.locked import apply_plan, record_check
 from remediate.exit_codes import EXIT_HALTED, EXIT_NEEDS_ACCEPTANCE, EXIT_REFUSED
 from remediate.kafka_admin import KafkaAdmin, KafkaPythonAdmin, Security, bootstrap_servers
+from remediate.kafka_lines import KafkaLines
 from remediate.minisr import MinIsrSource, PlannedMinIsr
 from remediate.plan import Plan, PlanOptions, make_plan
 from remediate.plan.model import by_name, with_digest
@@ -64,6 +65,7 @@ def build_plan(
     restore = cluster_playbook(config, RESTORE_PLAYBOOK) if repairs else None
     scanned = collect_and_scan(config, master=spark_master, include_ok=True, progress=progress)
     min_isr, min_isr_problems = brokers_min_isr(config, scanned.state)
+    lines = kafka_lines(config, scanned.state)
     # The repair without restarts is weighed where Kafka's admin API can be reached.
     moves = cluster_playbook(config, MOVE_PLAYBOOK) if repairs else None
     disks = move_facts(config, scanned) if moves is not None else None
@@ -81,6 +83,7 @@ def build_plan(
             disks,
             min_isr,
             min_isr_problems,
+            lines,
         )
     except ValueError as exc:
         raise PlanChoiceError(str(exc)) from None
@@ -99,6 +102,7 @@ def _plan(
     disks: MoveFacts | None = None,
     min_isr: PlannedMinIsr | None = None,
     min_isr_problems: tuple[str, ...] = (),
+    lines: KafkaLines | None = None,
 ) -> Plan:
     resolved = min_isr or PlannedMinIsr(
         config.min_insync_replicas_default, MinIsrSource.CLUSTER_YAML, "not resolved"
@@ -121,6 +125,7 @@ def _plan(
             ),
         ),
         known_brokers=config.broker_ids,
+        lines=lines if lines is not None else kafka_lines(config, scanned.state),
         restore=restore,
         moves=moves,
         disks=disks,
@@ -139,6 +144,35 @@ def brokers_min_isr(
     opener = (lambda: kafka_admin(config, state)) if config.kafka is not None else None
     with session(zk_settings(config)) as zk:
         return resolve_brokers_min_isr(config, zk, transport_for=transports(config), admin=opener)
+
+
+def kafka_lines(config: ClusterConfig, state: ClusterState) -> KafkaLines:
+    """The Kafka release line of every live broker, as its ApiVersions tell it, or why it is
+    not known (no kafka section in cluster.yaml, a broker that does not answer)."""
+    live = sorted(state.brokers)
+    if config.kafka is None:
+        why = (
+            f"{config.source} has no kafka section, and the release is read from each"
+            " broker's ApiVersions over Kafka's protocol (configuration.md: kafka)"
+        )
+        return KafkaLines.read(dict.fromkeys(live, why))
+    try:
+        admin = kafka_admin(config, state)
+    except Exception as exc:  # a client that cannot start: every release unknown, and why
+        why = f"Kafka's admin API cannot be reached: {type(exc).__name__}: {exc}"
+        return KafkaLines.read(dict.fromkeys(live, why))
+    answers: dict[int, tuple[int, int] | str] = {}
+    try:
+        for broker in live:
+            try:
+                version = admin.kafka_version(broker)
+            except Exception as exc:  # the admin client's own errors (kafka-python's)
+                answers[broker] = f"ApiVersions failed: {type(exc).__name__}: {exc}"
+                continue
+            answers[broker] = version if version is not None else "ApiVersions gave no release"
+    finally:
+        admin.close()
+    return KafkaLines.read(answers)
 
 
 def kafka_admin(config: ClusterConfig, state: ClusterState) -> KafkaAdmin:

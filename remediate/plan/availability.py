@@ -18,7 +18,9 @@ core/src/main/scala/kafka/; tests/sandbox/test_kafka_rules.py holds the emulator
   is elected again;
 - a replica with no id yet (no partition.metadata, or the file just deleted) takes the id of
   the next LeaderAndIsr; a restarted 2.8 broker accepts its first LeaderAndIsr whatever its
-  file says (Partition.scala:445-446), 3.4 does not;
+  file says (Partition.scala:445-446), 3.0 and later do not, and a 3.0 broker marks the
+  partition it rejected after a restart Offline until its next restart (remediate/kafka_lines.py
+  holds each line's rules; the model asks them per broker);
 - a controller election sends every partition's state at its current epoch, with the id in
   ZooKeeper: replicas holding that id (or none) accept, so a restored id heals at once every
   partition whose replicas all hold it.
@@ -33,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from remediate.kafka_lines import KafkaLines
 from remediate.scan.findings import Finding
 from remediate.scan.kinds import FindingKind
 from remediate.state import ClusterState, TopicPartition
@@ -92,6 +95,9 @@ class _Partition:
     min_isr: int
     memory: dict[int, str | None]
     known: dict[int, int]
+    # Replicas their broker marked Offline after rejecting the id (3.0): deaf to every
+    # LeaderAndIsr until the broker restarts.
+    offline: set[int] = field(default_factory=set)
     # Replicas that can catch up with a working leader: the ISR, the replicas whose only
     # trouble is the id, and every replica the simulation restarts. One out of the ISR for a
     # reason the model cannot see (lag, a bad disk) is not assumed to come back.
@@ -119,6 +125,8 @@ class _Partition:
         """A LeaderAndIsr at the current epoch reaches `replica`: it accepts when it holds
         ZooKeeper's id or none yet."""
         held = self.memory.get(replica)
+        if replica in self.offline:
+            return
         if held is None or held == self.zk_id:
             self.memory[replica] = self.zk_id
             self.known[replica] = self.epoch
@@ -166,6 +174,8 @@ class PredictedTimeline:
     phases: tuple[Phase, ...]
     converged: bool
     unconverged: tuple[TopicPartition, ...] = ()
+    # (partition, broker) still Offline on its broker at the end (3.0): a restart heals it.
+    offline_after: tuple[tuple[TopicPartition, int], ...] = ()
 
     def windows(self) -> dict[TopicPartition, tuple[str, ...]]:
         """Per partition, the phases it is unavailable in: "now", "step N", "after step N"
@@ -197,9 +207,13 @@ class Model:
     partitions: Mapping[TopicPartition, _Partition]
     alive: frozenset[int]
     controller: int | None
-    # A restarted 2.8 broker accepts its first LeaderAndIsr whatever its file says; 3.4 not.
-    loophole: bool = True
+    # Each broker's release line: what a restart, a rejection and a move do there.
+    lines: KafkaLines
     topics: frozenset[str] = field(default_factory=frozenset)
+
+    def offline(self) -> frozenset[tuple[TopicPartition, int]]:
+        """(partition, broker) Offline on its broker now (3.0): only a restart reaches it."""
+        return frozenset((tp, b) for tp, p in self.partitions.items() for b in p.offline)
 
 
 def _memory(
@@ -232,11 +246,13 @@ def build_model(
     findings: Sequence[Finding],
     *,
     min_isr_default: int,
+    lines: KafkaLines,
     topics: Collection[str] | None = None,
-    loophole: bool = True,
 ) -> Model:
     """The model of `topics` (default: every topic) from the scan's facts. A replica the scan
-    did not see (its broker not inspected) is taken to hold ZooKeeper's id."""
+    did not see (its broker not inspected) is taken to hold ZooKeeper's id. On a broker that
+    marks rejected partitions Offline (3.0), a stale replica out of the ISR is taken to be
+    Offline: it was rejected after a restart during the incident."""
     memory, fenced = _memory(state, findings)
     chosen = set(state.topics) if topics is None else set(topics) & set(state.topics)
     partitions: dict[TopicPartition, _Partition] = {}
@@ -249,11 +265,14 @@ def build_model(
             isr = set(zk.isr) if zk is not None else set()
             held = {r: memory.get(tp, {}).get(r, topic.topic_id) for r in replicas}
             known = {}
+            offline = set()
             for r in replicas:
                 stale = held[r] is not None and held[r] != topic.topic_id
                 # A stale replica rejected the current epoch if the leader is fenced or if
                 # it is out of the ISR; one still in a working ISR has not met a bump yet.
                 known[r] = epoch - 1 if stale and (tp in fenced or r not in isr) else epoch
+                if stale and r not in isr and lines.marks_offline(r):
+                    offline.add(r)
             partitions[tp] = _Partition(
                 replicas=tuple(replicas),
                 leader=zk.leader if zk is not None else -1,
@@ -263,6 +282,7 @@ def build_model(
                 min_isr=state.min_insync_replicas(name, min_isr_default),
                 memory=held,
                 known=known,
+                offline=offline,
                 catchable=isr
                 | {r for r in replicas if held[r] is not None and held[r] != topic.topic_id},
             )
@@ -270,8 +290,21 @@ def build_model(
         partitions=partitions,
         alive=frozenset(state.brokers),
         controller=state.controller_id,
-        loophole=loophole,
+        lines=lines,
         topics=frozenset(chosen),
+    )
+
+
+def stale_leaders(model: Model) -> tuple[TopicPartition, ...]:
+    """The partitions whose leader holds another id than ZooKeeper's: on 3.1 and later,
+    consumers on clients 3.1 or later cannot read them."""
+    return tuple(
+        tp
+        for tp, p in sorted(model.partitions.items())
+        if p.leader >= 0
+        and p.memory.get(p.leader) is not None
+        and p.memory.get(p.leader) != p.zk_id
+        and model.lines.consumers_fail_at_failover(p.leader)
     )
 
 
@@ -279,7 +312,7 @@ class _Run:
     """One simulation: a private copy of the model's partitions, stepped through actions."""
 
     def __init__(self, model: Model) -> None:
-        self.loophole = model.loophole
+        self.lines = model.lines
         self.alive = set(model.alive)
         self.controller = model.controller
         self.parts = {
@@ -292,6 +325,7 @@ class _Run:
                 min_isr=p.min_isr,
                 memory=dict(p.memory),
                 known=dict(p.known),
+                offline=set(p.offline),
                 catchable=set(p.catchable),
             )
             for tp, p in model.partitions.items()
@@ -336,15 +370,19 @@ class _Run:
         self.alive.add(broker)
         for tp, p in self.on(broker):
             p.catchable.add(broker)
+            p.offline.discard(broker)
             if tp in cleared:
                 p.memory[broker] = None
             held = p.memory.get(broker)
             if held is None or held == p.zk_id:
                 p.offer(broker)
-            elif self.loophole:
+            elif self.lines.lenient_first_leader_and_isr(broker):
                 # 2.8: the first LeaderAndIsr after a restart is accepted; the log then loads
                 # the file's id, and the next one is rejected.
                 p.known[broker] = p.epoch
+            elif self.lines.marks_offline(broker):
+                # 3.0: rejected with no log attached, the partition is Offline on it.
+                p.offline.add(broker)
             if p.leader < 0 and broker in p.isr:
                 p.bump(broker, set(p.isr), self.alive)
         if self.controller is None:
@@ -353,9 +391,9 @@ class _Run:
             p.settle(self.alive)
 
     def move(self, replicas: Collection[tuple[TopicPartition, int]]) -> None:
-        if not self.loophole:
-            return  # 3.x: the moved replica keeps its id
         for tp, broker in replicas:
+            if not self.lines.moves_clear_ids([broker]):
+                continue  # 3.x: the moved replica keeps its id
             p = self.parts.get(tp)
             if p is not None and broker in p.replicas:
                 p.memory[broker] = None
@@ -421,6 +459,9 @@ def simulate(model: Model, operations: Sequence[Operation]) -> PredictedTimeline
         phases=tuple(phases),
         converged=not unconverged,
         unconverged=unconverged,
+        offline_after=tuple(
+            sorted((tp, broker) for tp, p in run.parts.items() for broker in p.offline)
+        ),
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from remediate.kafka_lines import KafkaLines
 from remediate.minisr import PlannedMinIsr
 from remediate.plan.fingerprint import Fingerprint
 from remediate.plan.moves import ReplicaMove
@@ -388,6 +389,8 @@ class Plan:
     # touches with where its value came from (the gates and the model used these).
     min_isr: PlannedMinIsr | None = None
     min_isr_topics: Mapping[str, PlannedMinIsr] = field(default_factory=dict)
+    # The Kafka release line each broker runs, as read when planning: the rules used.
+    kafka_lines: KafkaLines | None = None
     digest: str = field(default="", compare=False)
 
     @property
@@ -455,6 +458,7 @@ class Plan:
                 if self.min_isr is not None
                 else {}
             ),
+            **({"kafka": self.kafka_lines.to_json()} if self.kafka_lines is not None else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -576,6 +580,7 @@ def plan_from_json(document: Mapping[str, Any]) -> Plan:
         newly_unavailable=_phases_from_json(document.get("newly_unavailable", {})),
         unavailable_now=partitions_from_json(document.get("unavailable_now", ())),
         **_min_isr_from_json(document.get("min_isr")),
+        kafka_lines=KafkaLines.from_json(document["kafka"]) if "kafka" in document else None,
     )
     return with_digest(plan)
 

@@ -15,10 +15,11 @@ read before it changes anything.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from remediate.formats.logdir import PARTITION_METADATA
+from remediate.kafka_lines import KafkaLines
 from remediate.minisr import PlannedMinIsr, topic_min_isr
 from remediate.plan.availability import (
     Model,
@@ -30,6 +31,7 @@ from remediate.plan.availability import (
     build_model,
     harm,
     simulate,
+    stale_leaders,
 )
 from remediate.plan.candidates import KEEP, MOVE_KEEP, MOVE_RESTORE, RESTORE, Split, split
 from remediate.plan.fingerprint import FileKey, Fingerprint
@@ -168,8 +170,33 @@ def _rolled_findings(splits: Sequence[Split], findings: Sequence[Finding]) -> li
     ]
 
 
-def _roll_reason(step: RestartStep, splits: Sequence[Split]) -> str:
+def _offline_findings(
+    model: Model, restored: Collection[str], findings: Sequence[Finding]
+) -> list[Finding]:
+    """The findings of the replicas of `restored` topics their broker marked Offline (3.0):
+    a restore does not reach them, a restart after it does."""
+    offline = {ReplicaRef(b, tp) for tp, b in model.offline() if tp.topic in restored}
+    return [
+        f
+        for f in findings
+        if f.topic is not None
+        and f.partition is not None
+        and f.broker is not None
+        and f.kind in MISMATCH_KINDS
+        and ReplicaRef(f.broker, TopicPartition(f.topic, f.partition)) in offline
+    ]
+
+
+def _roll_reason(step: RestartStep, splits: Sequence[Split], offline: Sequence[Finding]) -> str:
     mine = [str(r.partition) for s in splits for r in s.rolled if r.broker == step.broker]
+    dark = sorted(f"{f.topic}-{f.partition}" for f in offline if f.broker == step.broker)
+    if dark and not mine:
+        return (
+            f"{len(dark)} replica(s) rejected their id after a restart during the incident and"
+            f" are Offline on this Kafka 3.0 broker ({', '.join(dark[:6])}"
+            f"{', ...' if len(dark) > 6 else ''}): the restore does not reach them, a restart"
+            " after it does"
+        )
     if not mine:
         return step.reason
     ids = "; ".join(f"{s.topic}: {s.zk_id} until the restore writes {s.other_id}" for s in splits)
@@ -223,6 +250,7 @@ def _build(
     """One candidate's steps, ordered by the model, each with its prediction."""
     state, findings, playbook, options = c.state, c.findings, c.playbook, c.options
     restored = {s.topic for s in chosen_restores}
+    offline = _offline_findings(c.model, restored, findings)
     restarts, affected, skipped = _restart_steps(
         state,
         findings,
@@ -231,7 +259,7 @@ def _build(
         c.brokers,
         restored,
         c.restarting,
-        _rolled_findings(splits, findings),
+        [*_rolled_findings(splits, findings), *offline],
     )
     if name == RESTORE and options.restore_only:
         skipped += [(s.broker, "restore phase only (--restore-only)") for s in restarts]
@@ -243,7 +271,7 @@ def _build(
     ordered = tuple(
         replace(
             by_broker[b],
-            reason=_roll_reason(by_broker[b], splits),
+            reason=_roll_reason(by_broker[b], splits, offline),
             order_reason=order.reasons[b],
             predicted=_prediction(len(before) + i, order.timeline),
         )
@@ -269,6 +297,7 @@ def make_plan(
     state: ClusterState,
     findings: Sequence[Finding],
     playbook: Playbook,
+    lines: KafkaLines,
     options: PlanOptions = DEFAULT_OPTIONS,
     known_brokers: Iterable[int] = (),
     restore: Playbook | None = None,
@@ -276,6 +305,9 @@ def make_plan(
     disks: MoveFacts | None = None,
 ) -> Plan:
     """The plan. `known_brokers` are the configured brokers (so the ones left out are named).
+    `lines` is the Kafka release each broker runs, as read from the cluster: the model, the
+    repairs offered and the notes follow each broker's rules; a live broker whose release is
+    not known or not supported refuses the plan.
 
     With a `restore` playbook (or when `playbook` is one), topics whose replicas all agree on
     an id ZooKeeper does not hold get a restore step, first; their replicas get no restart.
@@ -299,7 +331,7 @@ def make_plan(
         | set(state.brokers)
         | {f.broker for f in findings if f.broker is not None}
     )
-    model = build_model(state, findings, min_isr_default=options.min_isr_default)
+    model = build_model(state, findings, min_isr_default=options.min_isr_default, lines=lines)
 
     context = _Context(state, findings, playbook, options, tuple(brokers), restarting, model)
 
@@ -343,11 +375,15 @@ def make_plan(
     timeline = plan_of.timeline
     estimate = _estimate(len(restarts), len(chosen_restores), playbook, restore)
     refusals = restart_refusals(state, findings, restarts, timeline, options)
+    unknown_release = lines.refusal(state.brokers)
+    if unknown_release is not None and steps:
+        refusals.insert(0, unknown_release)
     refusals += restore_refusals(state, chosen_restores, restarts, missing - unclaimed, why_not)
     # A topic "restore-id" can repair is weighed as a candidate, not noted as impossible.
     weighed = {s.topic for s in chosen_restores} | {s.topic for s in splits}
     notes = restore_notes(why_not, mismatched - weighed)
     notes += _model_notes(timeline, options, restarting=bool(restarts))
+    notes += _line_notes(model, timeline, state)
     notes += not_movable
     return with_digest(
         Plan(
@@ -370,6 +406,7 @@ def make_plan(
             unavailable_now=tuple(sorted(timeline.unavailable_now)) if steps else (),
             min_isr=options.min_isr,
             min_isr_topics=_min_isr_topics(state, steps, options),
+            kafka_lines=lines,
         )
     )
 
@@ -429,15 +466,13 @@ def _offer_moves(
     playbook, disks = moving.playbook, moving.disks
     if playbook is None or disks is None or not mismatched:
         return []
-    newer = sorted(
-        b for b, d in disks.brokers.items() if d.kafka_version and d.kafka_version[0] >= 3
-    )
+    lines = c.model.lines
+    newer = sorted(b for b in disks.brokers if not lines.moves_clear_ids([b]))
     if newer:
-        version = ".".join(map(str, disks.brokers[newer[0]].kafka_version or ()))
         return [
-            f"{MOVE_KEEP} and {MOVE_RESTORE} (no restart) are not offered: broker(s)"
-            f" {', '.join(map(str, newer))} run Kafka {version}, where a moved replica keeps"
-            " its id (KAFKA-12426); they exist on Kafka 2.8 only"
+            f"{MOVE_KEEP} and {MOVE_RESTORE} (no restart) are not offered: a moved replica"
+            " keeps its id on Kafka 3.0 and later (KAFKA-12426), and broker(s)"
+            f" {', '.join(map(str, newer))} do not run 2.8 ({lines.summary()})"
         ]
     wanted = [
         t for t in mismatched if t not in playbook.exclude_topics or t in c.options.include_topics
@@ -658,6 +693,31 @@ def _estimate(restarts: int, restores: int, playbook: Playbook, restore: Playboo
     return restarts * per_restart + restores * (
         restore.gates.stability_window_s + 5 if restore else 0
     )
+
+
+def _line_notes(model: Model, timeline: PredictedTimeline, state: ClusterState) -> list[str]:
+    """What the brokers' Kafka releases change: the consumers the failover already stopped
+    (3.1+), the replicas a restore leaves Offline (3.0)."""
+    notes = []
+    stale = [tp for tp in stale_leaders(model) if tp.topic in model.topics]
+    if stale:
+        shown = ", ".join(map(str, stale[:6])) + (" and more" if len(stale) > 6 else "")
+        notes.append(
+            f"{len(stale)} partition(s) have a leader holding another id than ZooKeeper's on"
+            f" Kafka 3.1 or later ({shown}): consumers on clients 3.1 or later have failed"
+            " there with INCONSISTENT_TOPIC_ID since the controller failover, before any"
+            " restart; they read again once the partition's leader holds ZooKeeper's id"
+            " (older clients do not send the id and are not affected)"
+        )
+    offline = [f"{tp} on broker {b}" for tp, b in timeline.offline_after if b in state.brokers]
+    if offline:
+        notes.append(
+            f"on Kafka 3.0, {len(offline)} replica(s) were rejected for their id after a"
+            " restart and are Offline on their broker, deaf to every LeaderAndIsr until it"
+            f" restarts again, after the id is right: {', '.join(offline[:6])}"
+            + (" and more" if len(offline) > 6 else "")
+        )
+    return notes
 
 
 def _model_notes(

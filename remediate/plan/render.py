@@ -71,6 +71,13 @@ def min_isr_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def kafka_line(plan: Plan) -> list[str]:
+    """The Kafka release of each broker the plan was made for (its rules), when it was read."""
+    if plan.kafka_lines is None:
+        return []
+    return [f"planned by the rules of {plan.kafka_lines.summary()} (read from ApiVersions)"]
+
+
 def min_isr_of(plan: Plan, topics: Iterable[str]) -> str:
     """The min.insync.replicas of `topics` with its source, as the plan resolved it."""
     said: dict[str, list[str]] = {}
@@ -126,7 +133,7 @@ def plan_table(plan: Plan) -> Group:
     header.append(f"; {len(plan.steps)} step(s), about {_duration(plan.estimate_s)}")
     for line in _waits(plan, "more while it loads its logs"):
         header.append(f"\ntimeouts of {line}")
-    for line in min_isr_lines(plan):
+    for line in [*kafka_line(plan), *min_isr_lines(plan)]:
         header.append(f"\n{line}")
     table = Table("#", "broker", "reason", "partitions", "files", "while down", show_lines=True)
     for number, step in enumerate(plan.steps, 1):
@@ -299,7 +306,7 @@ def plan_markdown(
             f"- Timeouts of {line}"
             for line in _waits(plan, "more while the broker's server.log shows its logs loading")
         ],
-        *[f"- {line}" for line in min_isr_lines(plan)],
+        *[f"- {line}" for line in [*kafka_line(plan), *min_isr_lines(plan)]],
         "",
     ]
     if plan.refused:

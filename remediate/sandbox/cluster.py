@@ -78,6 +78,16 @@ class SandboxState:
         return jvm_broker.REAL_KAFKA.get(self.kafka)
 
     @property
+    def fetches_by_id(self) -> bool:
+        """Consumers fetch by topic id (Fetch v13): Kafka 3.1 and later, and the emulated 3.x
+        rules; not 2.8 or 3.0, whose Fetch stops at v12."""
+        real = self.real_kafka
+        if real is not None:
+            major, minor = real.line.split(".")
+            return (int(major), int(minor)) >= (3, 1)
+        return self.kafka_version != "2.8"
+
+    @property
     def brokers_label(self) -> str:
         """What the brokers run: `Apache Kafka 3.9.2`, or `the Kafka 2.8 emulation`."""
         real = self.real_kafka

@@ -5,8 +5,8 @@
 4. add partitions the pre-2.8 way: the znode is rewritten as version 1 and X is dropped;
 5. produce and consume on every partition;
 6. controller failover: the new controller finds no id and mints Y;
-7. produce still works (running brokers keep their roles), and so does consuming on 2.8;
-   on 3.x consumers fetch by topic id and every leader refuses them;
+7. produce still works (running brokers keep their roles), and so does consuming on 2.8 and
+   3.0; from 3.1 consumers fetch by topic id and every leader refuses them;
 8. restart one broker: the mismatch is logged and the broker stays out of the ISR of every
    old partition.
 
@@ -348,11 +348,11 @@ class Incident:
     def still_works(self) -> IncidentStep:
         """(7) Running brokers keep their roles: acks=all produce still works everywhere.
 
-        On 2.8 consuming does too (Fetch carries no topic id before 3.0). On 3.x a consumer
-        fetches by topic id (Fetch v13: Kafka's clients since 3.1, librdkafka 2): the id it
-        gets from the metadata is Y, the leaders still hold X, and every fetch is refused
-        with INCONSISTENT_TOPIC_ID: consumers stop at the failover itself."""
-        if self.state.kafka_version == "2.8":
+        On 2.8 and 3.0 consuming does too (their Fetch stops at v12, with no topic id). From
+        3.1 a consumer fetches by topic id (Fetch v13: Kafka's clients since 3.1, librdkafka
+        2): the id it gets from the metadata is Y, the leaders still hold X, and every fetch
+        is refused with INCONSISTENT_TOPIC_ID: consumers stop at the failover itself."""
+        if not self.state.fetches_by_id:
             facts = _produce_and_consume(self.kafka, self.topic, self.records, "step7", self.acked)
             return self._done(IncidentStep("7", "produce and consume still work", facts))
         report = self.kafka.produce(self.topic, count=self.records, key_prefix="step7", retries=10)

@@ -70,15 +70,20 @@ def test_killed_at_a_restore_and_a_restart_boundary_then_resumed_ends_healthy(
         "restart" in kinds if "stop:finished" in kills else kinds == ["restore"]
     ), kinds
     line = releases.release(lab.state.kafka).line
+    # Read from the brokers' ApiVersions, not assumed, and named by the plan.
+    assert lab.plan["kafka"] == {"brokers": dict.fromkeys(("1", "2", "3"), line), "unknown": {}}
     if line != "2.8":
-        # Read from the brokers, not assumed: no repair without restarts on Kafka 3.x.
+        # No repair without restarts on Kafka 3.x.
         assert not {"move-keep-zk-id", "move-restore-id"} & {
             c["name"] for c in lab.plan["candidates"]
         }
         assert any(
-            f"run Kafka {line}, where a moved replica keeps its id (KAFKA-12426)" in note
+            "a moved replica keeps its id on Kafka 3.0 and later (KAFKA-12426), and broker(s)"
+            f" 1, 2, 3 do not run 2.8 (Kafka {line} on broker(s) 1, 2, 3)" in note
             for note in lab.plan["notes"]
         ), lab.plan["notes"]
+        # From 3.1 the plan says the failover already stopped current consumers.
+        assert any("INCONSISTENT_TOPIC_ID" in note for note in lab.plan["notes"]), lab.plan["notes"]
     ops = ApplyLab(lab.directory, lab.state, lab.zk, playbook=lab.directory / "unused.yaml")
     partitions = sorted(lab.result.old_partitions + lab.result.new_partitions)
     with (

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from remediate.kafka_lines import KafkaLines
 from remediate.plan.availability import (
     PredictedTimeline,
     RestartOp,
@@ -64,9 +65,10 @@ def predict(
     findings: list[Finding],
     actions: Sequence[RestartOp | RestoreOp],
     *,
-    loophole: bool = True,
+    line: tuple[int, int] = (2, 8),
 ) -> PredictedTimeline:
-    model = build_model(state, findings, min_isr_default=1, loophole=loophole)
+    lines = KafkaLines.uniform(line, state.brokers)
+    model = build_model(state, findings, min_isr_default=1, lines=lines)
     return simulate(model, actions)
 
 
@@ -129,13 +131,15 @@ def test_convergence_needs_every_old_replica_restarted_with_its_file_deleted() -
     assert not predict(state, findings, kept).converged
 
 
-@pytest.mark.parametrize(("loophole", "in_isr_after"), [(True, True), (False, False)])
+@pytest.mark.parametrize(
+    ("line", "in_isr_after"), [((2, 8), True), ((3, 0), False), ((3, 4), False), ((3, 9), False)]
+)
 def test_the_first_leader_and_isr_after_a_restart_is_accepted_on_2_8_only(
-    loophole: bool, in_isr_after: bool
+    line: tuple[int, int], in_isr_after: bool
 ) -> None:
     # Leader 1 holds ZooKeeper's id; broker 3 restarts with OLD on disk, not deleted.
     state, findings = one_partition(stale=[3])
-    timeline = predict(state, findings, [RestartOp(3)], loophole=loophole)
+    timeline = predict(state, findings, [RestartOp(3)], line=line)
     assert (P not in timeline.phases[0].out_of_isr_after) is in_isr_after
 
 
@@ -185,7 +189,9 @@ def test_the_incident_after_reproduce_the_controller_last_heals_the_old_partitio
         )
         for p, leader in ((0, 2), (1, 2), (2, 3))
     ]
-    model = build_model(state, findings, min_isr_default=1)
+    model = build_model(
+        state, findings, min_isr_default=1, lines=KafkaLines.uniform((2, 8), state.brokers)
+    )
     stale = {("o", 0), ("o", 1), ("o", 2)}
     order = order_restarts(model, [1, 2, 3], {b: frozenset(stale) for b in (1, 2, 3)})
     assert order.brokers[-1] == 2
@@ -202,3 +208,33 @@ def test_harm_counts_newly_unavailable_partitions_first() -> None:
     worse = predict(state, findings, [RestartOp(3, ALL)])
     better = predict(state, findings, [])
     assert harm(better, 0) < harm(worse, 1)
+
+
+@pytest.mark.parametrize(
+    ("line", "offline_after"), [((2, 8), ()), ((3, 0), ((T0, 3),)), ((3, 4), ()), ((3, 9), ())]
+)
+def test_on_3_0_a_replica_rejected_after_a_restart_stays_offline_through_a_restore(
+    line: tuple[int, int], offline_after: tuple[tuple[TopicPartition, int], ...]
+) -> None:
+    # Broker 3 restarted during the incident and was rejected: out of the ISR with OLD.
+    state, findings = one_partition(stale=[1, 2, 3], isr=(1, 2), fenced=True)
+    restored = predict(state, findings, [RestoreOp("t", OLD)], line=line)
+    assert restored.offline_after == offline_after
+    assert restored.converged is (not offline_after)
+    # One more restart of its broker, with the id now right, heals it on every line.
+    again = predict(state, findings, [RestoreOp("t", OLD), RestartOp(3)], line=line)
+    assert again.converged and again.offline_after == ()
+
+
+def test_on_3_0_a_restart_with_the_old_file_kept_leaves_the_replica_offline() -> None:
+    state, findings = one_partition(stale=[3])
+    timeline = predict(state, findings, [RestartOp(3)], line=(3, 0))
+    assert timeline.offline_after == ((T0, 3),)
+    assert P in timeline.phases[0].out_of_isr_after
+
+
+def test_a_broker_whose_release_is_not_known_is_modelled_at_its_strictest() -> None:
+    state, findings = one_partition(stale=[1, 2, 3], isr=(1, 2), fenced=True)
+    lines = KafkaLines.read({1: (3, 4), 2: (3, 4), 3: "did not answer"})
+    model = build_model(state, findings, min_isr_default=1, lines=lines)
+    assert simulate(model, [RestoreOp("t", OLD)]).offline_after == ((T0, 3),)

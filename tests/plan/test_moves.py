@@ -15,6 +15,7 @@ import yaml
 from remediate.cli.common import candidate_option
 from remediate.config.models import KafkaConfig
 from remediate.errors import ConfigError
+from remediate.kafka_lines import KafkaLines
 from remediate.plan import (
     MoveStep,
     PlanOptions,
@@ -102,13 +103,17 @@ def test_the_model_heals_a_fenced_partition_at_the_trigger_only_where_the_id_mov
     state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=3)
     kinds = {(b, "orders", p): "TOPIC_ID_MISMATCH" for b in (1, 2, 3) for p in (0, 1, 2)}
     found = findings_for(state, kinds) + [_fenced(state, tp) for tp in (T0, T1, T2)]
-    model = build_model(state, found, min_isr_default=1)
+    model = build_model(
+        state, found, min_isr_default=1, lines=KafkaLines.uniform((2, 8), state.brokers)
+    )
     moved = frozenset((tp, b) for tp in (T0, T1) for b in (1, 2, 3))
     timeline = simulate(model, [MoveOp(moved), TriggerOp(frozenset({T0, T1, T2}))])
     assert timeline.unavailable_now == {T0, T1, T2}
     assert timeline.phases[0].after == {T0, T1, T2}  # a move alone heals nothing
     assert timeline.phases[1].after == {T2}  # its replicas were not moved: still fenced
-    on_3x = build_model(state, found, min_isr_default=1, loophole=False)
+    on_3x = build_model(
+        state, found, min_isr_default=1, lines=KafkaLines.uniform((3, 4), state.brokers)
+    )
     assert simulate(on_3x, [MoveOp(moved), TriggerOp(frozenset({T0}))]).phases[1].after == {
         T0,
         T1,
@@ -124,11 +129,16 @@ def _fenced(state: Any, tp: TopicPartition) -> Any:
 
 
 def plan(state: Any, found: Any, disks_facts: MoveFacts | None, **options: Any) -> Any:
+    """The plan, with each broker's release as its disks' facts give it (2.8 without)."""
+    read = {b: (2, 8) for b in state.brokers}
+    if disks_facts is not None:
+        read |= {b: d.kafka_version for b, d in disks_facts.brokers.items() if d.kafka_version}
     return make_plan(
         cluster="c",
         state=state,
         findings=found,
         playbook=REPAIR,
+        lines=KafkaLines.read(read),
         options=PlanOptions(**options),
         known_brokers=sorted(state.brokers),
         restore=load_playbook("restore-zk-topic-id"),
@@ -238,9 +248,9 @@ def test_on_kafka_3_the_moves_are_not_offered_and_the_plan_says_why() -> None:
     chosen = plan(state, found, facts(**{b: {"version": (3, 4)} for b in "123"}))
     assert not {MOVE_KEEP, MOVE_RESTORE} & {c.name for c in chosen.candidates}
     assert (
-        f"{MOVE_KEEP} and {MOVE_RESTORE} (no restart) are not offered: broker(s) 1, 2, 3 run"
-        " Kafka 3.4, where a moved replica keeps its id (KAFKA-12426); they exist on Kafka 2.8"
-        " only" in chosen.notes
+        f"{MOVE_KEEP} and {MOVE_RESTORE} (no restart) are not offered: a moved replica keeps"
+        " its id on Kafka 3.0 and later (KAFKA-12426), and broker(s) 1, 2, 3 do not run 2.8"
+        " (Kafka 3.4 on broker(s) 1, 2, 3)" in chosen.notes
     )
 
 
@@ -251,6 +261,7 @@ def test_without_facts_of_the_disks_nothing_changes() -> None:
         state=state,
         findings=found,
         playbook=REPAIR,
+        lines=KafkaLines.uniform((2, 8), state.brokers),
         options=PlanOptions(),
         known_brokers=sorted(state.brokers),
         restore=load_playbook("restore-zk-topic-id"),

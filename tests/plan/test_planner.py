@@ -13,6 +13,7 @@ from rich.console import Console
 
 from remediate.config import ClusterTimeouts
 from remediate.execute import steps
+from remediate.kafka_lines import KafkaLines
 from remediate.minisr import MinIsrSource, PlannedMinIsr
 from remediate.plan import (
     FileKey,
@@ -40,6 +41,7 @@ def plan_for(
     state: ClusterState,
     findings: list[Finding],
     playbook: Playbook = REPAIR,
+    lines: KafkaLines | None = None,
     **options: Any,
 ) -> Plan:
     return make_plan(
@@ -49,6 +51,7 @@ def plan_for(
         playbook=playbook,
         options=PlanOptions(**options),
         known_brokers=sorted(state.brokers),
+        lines=lines if lines is not None else KafkaLines.uniform((2, 8), state.brokers),
     )
 
 
@@ -335,7 +338,9 @@ def test_plan_properties(
     body = [b for b in order if b != state.controller_id]
     thumb = sorted(body, key=lambda b: (b not in out_of_isr, b))
     controller = [b for b in order if b == state.controller_id]
-    model = build_model(state, findings, min_isr_default=1)
+    model = build_model(
+        state, findings, min_isr_default=1, lines=KafkaLines.uniform((2, 8), state.brokers)
+    )
     cleared = {s.broker: _cleared(s) for s in plan.restarts}
 
     def predicted(brokers: list[int]) -> tuple[int, ...]:

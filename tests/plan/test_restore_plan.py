@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from remediate.kafka_lines import KafkaLines
 from remediate.plan import (
     Plan,
     PlanOptions,
@@ -27,7 +28,12 @@ RESTORE = load_playbook("restore-zk-topic-id")
 ORDERS = {"orders": {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}}
 
 
-def plan_for(state: ClusterState, findings: list[Finding], **options: Any) -> Plan:
+def plan_for(
+    state: ClusterState,
+    findings: list[Finding],
+    lines: KafkaLines | None = None,
+    **options: Any,
+) -> Plan:
     return make_plan(
         cluster="c",
         state=state,
@@ -35,6 +41,7 @@ def plan_for(state: ClusterState, findings: list[Finding], **options: Any) -> Pl
         playbook=REPAIR,
         options=PlanOptions(**options),
         known_brokers=sorted(state.brokers),
+        lines=lines if lines is not None else KafkaLines.uniform((2, 8), state.brokers),
         restore=RESTORE,
     )
 
@@ -288,3 +295,69 @@ def test_a_lost_id_no_replica_claims_gets_a_controller_election_that_mints_one()
     assert "zk-write controller-election" in step.actions
     assert plan_from_json(plan.to_json()) == plan
     assert "mints the id" in plan_markdown(plan)
+
+
+def restarted_during_the_incident(state: ClusterState) -> tuple[ClusterState, list[Finding]]:
+    """Every replica holds OLD; broker 1 restarted after the failover and was rejected: it
+    is out of every ISR."""
+    isr = {tp: [b for b in state.replicas(*tp) if b != 1] for tp in state.partitions}
+    leaders = {tp: next(b for b in state.replicas(*tp) if b != 1) for tp in state.partitions}
+    again = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2, isr=isr, leaders=leaders)
+    kinds = {
+        key: "TOPIC_ID_MISMATCH_OUT_OF_ISR" if key[0] == 1 else kind
+        for key, kind in all_old(again).items()
+    }
+    return again, findings_for(again, kinds)
+
+
+def test_on_3_0_a_restore_names_the_replicas_that_still_need_a_restart() -> None:
+    state, found = restarted_during_the_incident(cluster(brokers=[1, 2, 3], topics=ORDERS))
+    on_30 = plan_for(state, found, lines=KafkaLines.uniform((3, 0), state.brokers))
+    # The restore heals brokers 2 and 3; broker 1's replicas are Offline on it and only a
+    # restart after the restore reaches them.
+    assert [type(s) for s in on_30.steps] == [RestoreStep, RestartStep]
+    (restart,) = on_30.restarts
+    assert restart.broker == 1
+    assert restart.reason.startswith(
+        "3 replica(s) rejected their id after a restart during the incident and are Offline on"
+        " this Kafka 3.0 broker (orders-0, orders-1, orders-2)"
+    ), restart.reason
+    assert not [n for n in on_30.notes if n.startswith("on Kafka 3.0")]
+    # From 3.1 the replicas stay Online: the restore reaches them, no restart.
+    on_34 = plan_for(state, found, lines=KafkaLines.uniform((3, 4), state.brokers))
+    assert [type(s) for s in on_34.steps] == [RestoreStep]
+
+
+def test_on_3_0_a_restore_alone_says_which_replicas_stay_offline() -> None:
+    state, found = restarted_during_the_incident(cluster(brokers=[1, 2, 3], topics=ORDERS))
+    lines = KafkaLines.uniform((3, 0), state.brokers)
+    alone = plan_for(state, found, lines=lines, restore_only=True)
+    assert [type(s) for s in alone.steps] == [RestoreStep]
+    (offline,) = [n for n in alone.notes if n.startswith("on Kafka 3.0")]
+    assert offline.endswith("orders-0 on broker 1, orders-1 on broker 1, orders-2 on broker 1")
+
+
+@pytest.mark.parametrize(("line", "warned"), [((2, 8), False), ((3, 0), False), ((3, 1), True)])
+def test_from_3_1_the_plan_says_consumers_are_down_since_the_failover(
+    line: tuple[int, int], warned: bool
+) -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2)
+    plan = plan_for(state, findings_for(state, all_old(state)), KafkaLines.uniform(line, [1, 2, 3]))
+    said = [n for n in plan.notes if "INCONSISTENT_TOPIC_ID" in n]
+    assert bool(said) is warned
+    if warned:
+        assert said[0].startswith(
+            "3 partition(s) have a leader holding another id than ZooKeeper's on Kafka 3.1 or"
+            " later (orders-0, orders-1, orders-2)"
+        )
+
+
+def test_a_live_broker_whose_release_is_not_known_refuses_a_plan_with_steps() -> None:
+    state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2)
+    lines = KafkaLines.read({1: (3, 9), 2: (3, 9), 3: "ApiVersions failed: timed out"})
+    plan = plan_for(state, findings_for(state, all_old(state)), lines)
+    assert plan.refused
+    assert plan.refusals[0].startswith("the Kafka release of broker(s) 3 is not known")
+    assert KafkaLines.from_json(plan.to_json()["kafka"]) == lines
+    healthy = plan_for(state, findings_for(state), lines)
+    assert healthy.steps == () and not healthy.refused
