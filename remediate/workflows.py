@@ -185,7 +185,7 @@ def kafka_admin(config: ClusterConfig, state: ClusterState) -> KafkaAdmin:
     if kafka.admin == "sandbox":
         from remediate.sandbox.admin_port import SandboxAdmin  # noqa: PLC0415
 
-        return SandboxAdmin.connect(config.zookeeper.connect)
+        return SandboxAdmin.connect(zk_settings(config))
     password = kafka.sasl.resolved_password if kafka.sasl is not None else None
     security = Security(
         protocol=kafka.security_protocol,

@@ -10,6 +10,7 @@ from kazoo.client import KazooClient
 
 from remediate.kafka_admin import BrokerLogDirs, DescribedSetting, Partition, Replica
 from remediate.sandbox import admin, wire
+from remediate.zookeeper import ZkSettings, connect
 
 
 def _name(code: int) -> str | None:
@@ -22,11 +23,11 @@ class SandboxAdmin:
         self._owned = owned
 
     @classmethod
-    def connect(cls, hosts: str, *, timeout: float = 15.0) -> SandboxAdmin:
-        """With a ZooKeeper session of its own (the sandbox's ZooKeeper has no auth)."""
-        zk = KazooClient(hosts=hosts, timeout=timeout)
-        zk.start(timeout=timeout)
-        return cls(zk, owned=True)
+    def connect(cls, settings: ZkSettings, *, timeout: float = 15.0) -> SandboxAdmin:
+        """With a ZooKeeper session of its own, opened as every other one is: through the
+        cluster's TLS and login where cluster.yaml has them (the emulated brokers answer
+        through ZooKeeper, so its port is the one the operator's config names)."""
+        return cls(connect(settings, timeout=timeout).client, owned=True)
 
     def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
         answers = admin.alter_replica_log_dirs(self.zk, moves)
