@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from remediate.state import ClusterState, TopicPartition
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 
 def restart_blocker(
@@ -169,16 +169,18 @@ def in_sync_blocker(
     return None
 
 
-def topic_in_sync_blocker(state: ClusterState, topic: str) -> str | None:
+def topic_in_sync_blocker(
+    state: ClusterState, topic: str, excused: Collection[ReplicaRef] = ()
+) -> str | None:
     """Why `topic` is not whole: a partition without a leader, or a registered replica out
-    of its ISR."""
+    of its ISR but for the `excused` ones (Offline until a restart the plan makes later)."""
     if topic not in state.topics:
         return f"topic {topic} is not in ZooKeeper"
     missing = []
     for number, replicas in sorted(state.topics[topic].assignment.partitions.items()):
         tp = TopicPartition(topic, number)
         partition = state.partitions.get(tp)
-        live = {r for r in replicas if r in state.brokers}
+        live = {r for r in replicas if r in state.brokers and ReplicaRef(r, tp) not in excused}
         if partition is None or partition.leader < 0 or not live <= set(partition.isr):
             missing.append(tp)
     if missing:

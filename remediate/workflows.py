@@ -52,6 +52,7 @@ def build_plan(
     allow_unsafe: bool = False,
     include_topics: tuple[str, ...] = (),
     spark_master: str | None = None,
+    engine: str = "spark",
     progress: Progress | None = None,
     candidate: str = "auto",
     restore_only: bool = False,
@@ -63,7 +64,9 @@ def build_plan(
     # The repair plans a restore, with no restart, wherever the replicas allow one.
     repairs = bool(MISMATCH_KINDS & set(playbook.applies_to))
     restore = cluster_playbook(config, RESTORE_PLAYBOOK) if repairs else None
-    scanned = collect_and_scan(config, master=spark_master, include_ok=True, progress=progress)
+    scanned = collect_and_scan(
+        config, master=spark_master, include_ok=True, progress=progress, engine=engine
+    )
     min_isr, min_isr_problems = brokers_min_isr(config, scanned.state)
     lines = kafka_lines(config, scanned.state)
     # The repair without restarts is weighed where Kafka's admin API can be reached.
@@ -291,6 +294,7 @@ def fix(
     approved_digest: str | None = None,
     approved_by: str,
     spark_master: str | None,
+    engine: str = "spark",
     log_json: bool,
     progress: Callable[[str], None],
     write_report: Callable[[str], str | None],
@@ -332,7 +336,7 @@ def fix(
             document["report"] = write_report(run_id)
             return result(FixOutcome.HALTED, EXIT_HALTED, f"halted: {outcome.error}")
         message = f"run {outcome.run_id} completed"
-    report = collect_and_scan(config, master=spark_master).report
+    report = collect_and_scan(config, master=spark_master, engine=engine).report
     document["check"] = {"status": report.status, "summary": report.summary_line()}
     if run_id is not None:
         # The findings after the run belong in its record (and its report) too.

@@ -17,9 +17,11 @@ from remediate import workflows
 from remediate.cli.common import (
     candidate_option,
     config_option,
+    engine_option,
     err,
     json_option,
     log_json_option,
+    master_needs_spark,
     master_option,
     out,
     progress_lines,
@@ -141,6 +143,7 @@ def apply(
 @candidate_option
 @restore_only_option
 @master_option
+@engine_option("spark")
 @click.option(
     "-o",
     "--output",
@@ -157,6 +160,7 @@ def fix(
     candidate: str,
     restore_only: bool,
     spark_master: str | None,
+    engine: str,
     output: Path | None,
     as_json: bool,
     log_json: bool,
@@ -168,6 +172,7 @@ def fix(
     nobody accepted it. SIGINT or SIGTERM during the run: the action in flight is finished,
     a broker the run stopped is started again, exit 5.
     """
+    master_needs_spark(spark_master, engine)
     interrupt.install()
     configure_logging(*([sys.stderr] if log_json else []))
     config = load_cluster_config(config_path)
@@ -176,6 +181,7 @@ def fix(
             config,
             playbook_name=REPAIR_PLAYBOOK,
             spark_master=spark_master,
+            engine=engine,
             progress=scanning,
             candidate=candidate,
             restore_only=restore_only,
@@ -193,6 +199,7 @@ def fix(
         approved_digest=approve,
         approved_by=f"{_identity()} (fix --yes{' --approve' if approve else ''})",
         spark_master=spark_master,
+        engine=engine,
         log_json=log_json,
         progress=progress_lines(quiet=log_json or as_json),
         write_report=lambda run_id: _write_report(journal_dir, run_id),

@@ -62,9 +62,18 @@ def engine_option(default: str) -> Callable[[F], F]:
         type=click.Choice(ENGINES),
         default=default,
         show_default=True,
+        envvar="REMEDIATE_ENGINE",
+        show_envvar=True,
         help="Classify on Spark (fleets, --spark-master) or on the embedded DuckDB engine (no"
-        " JVM: seconds on one cluster). Both run the same rules.",
+        " JVM: seconds on one cluster). Both run the same rules. REMEDIATE_ENGINE sets it"
+        " when the option is not given.",
     )
+
+
+def master_needs_spark(spark_master: str | None, engine: str) -> None:
+    """--spark-master names a Spark master: it means nothing to the embedded engine."""
+    if spark_master is not None and engine != "spark":
+        raise click.UsageError(f"--spark-master needs --engine spark (the engine is {engine})")
 
 
 candidate_option = click.option(

@@ -11,7 +11,9 @@ import click
 from remediate.cli.common import (
     candidate_option,
     config_option,
+    engine_option,
     err,
+    master_needs_spark,
     master_option,
     out,
     restore_only_option,
@@ -63,6 +65,7 @@ from remediate.workflows import build_plan, refused, unaccepted, write_plan
 @candidate_option
 @restore_only_option
 @master_option
+@engine_option("spark")
 def plan(
     config_path: Path,
     playbook_name: str,
@@ -74,11 +77,13 @@ def plan(
     candidate: str,
     restore_only: bool,
     spark_master: str | None,
+    engine: str,
 ) -> int:
     """Plan the repair without changing anything. Exit 0 ready, 4 refused, 6 ready once
     someone accepts the partitions it makes unavailable (apply --approve does)."""
     if as_json:
         fmt = "json"
+    master_needs_spark(spark_master, engine)
     config = load_cluster_config(config_path)
     with status_line(quiet=fmt == "json") as progress:
         result = build_plan(
@@ -87,6 +92,7 @@ def plan(
             allow_unsafe=allow_unsafe,
             include_topics=include_topics,
             spark_master=spark_master,
+            engine=engine,
             progress=progress,
             candidate=candidate,
             restore_only=restore_only,

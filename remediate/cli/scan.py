@@ -9,7 +9,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from remediate.cli.common import engine_option, master_option, out, status_line
+from remediate.cli.common import (
+    engine_option,
+    master_needs_spark,
+    master_option,
+    out,
+    status_line,
+)
 from remediate.config import load_cluster_config
 from remediate.execute import failpoints
 from remediate.scan.findings import SEVERITY_RANK, ScanReport
@@ -105,11 +111,6 @@ def render(report: ScanReport) -> None:
         out.print(table)
 
 
-def _master_needs_spark(spark_master: str | None, engine: str) -> None:
-    if spark_master is not None and engine != "spark":
-        raise click.UsageError(f"--spark-master needs --engine spark (the engine is {engine})")
-
-
 def _num(value: int | None) -> str:
     return "" if value is None else str(value)
 
@@ -147,7 +148,7 @@ def scan(
     Exit codes: 0 healthy, 1 warning, 2 critical, 3 unknown (any error of the scan itself).
     """
     failpoints.hit("command:scan")
-    _master_needs_spark(spark_master, engine)
+    master_needs_spark(spark_master, engine)
     if snapshots:
         report = scan_snapshots(
             snapshots, out_dir=out_dir, master=spark_master, include_ok=include_ok, engine=engine
@@ -185,7 +186,7 @@ def check(config_path: Path | None, spark_master: str | None, engine: str, as_js
     failpoints.hit("command:check")
     if config_path is None:
         raise click.UsageError("give -c cluster.yaml")
-    _master_needs_spark(spark_master, engine)
+    master_needs_spark(spark_master, engine)
     config = load_cluster_config(config_path)
     report = collect_and_scan(config, master=spark_master, engine=engine).report
     if as_json:

@@ -212,7 +212,9 @@ class RestoreRun(StepRun[RestoreStep]):
     def wait_in_sync(self) -> dict[str, Any]:
         topic = self.step.topic
         held = self.probes.wait(
-            lambda: topic_in_sync_blocker(self.probes.sampled_read([topic]), topic),
+            lambda: topic_in_sync_blocker(
+                self.probes.sampled_read([topic]), topic, self.step.offline_until_restart
+            ),
             timeout=self.gates.in_sync_timeout_s,
             what=f"every partition of {topic} in sync",
             stable_for=self.gates.stability_window_s,

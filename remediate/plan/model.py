@@ -234,6 +234,10 @@ class RestoreStep:
     # controller election, whose new controller mints an id every replica takes. `topic_id`
     # is then empty.
     mint: bool = False
+    # Replicas their Kafka 3.0 broker marked Offline when it rejected its id during the
+    # incident: the restored id does not reach them and they stay out of the ISR until the
+    # restart steps that follow (the wait after the election excuses exactly these).
+    offline_until_restart: tuple[ReplicaRef, ...] = ()
 
     kind = "restore"
     broker = None
@@ -258,6 +262,13 @@ class RestoreStep:
             "rolled_later": [str(r) for r in self.rolled_later],
             "predicted": self.predicted.to_json(),
             "mint": self.mint,
+            # Only where a 3.0 broker left replicas Offline: plans made before it read back
+            # byte for byte.
+            **(
+                {"offline_until_restart": [str(r) for r in self.offline_until_restart]}
+                if self.offline_until_restart
+                else {}
+            ),
         }
 
 
@@ -545,6 +556,9 @@ def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
             rolled_later=tuple(ReplicaRef.parse(str(r)) for r in s.get("rolled_later", ())),
             predicted=Prediction.from_json(s.get("predicted")),
             mint=bool(s.get("mint", False)),
+            offline_until_restart=tuple(
+                ReplicaRef.parse(str(r)) for r in s.get("offline_until_restart", ())
+            ),
         )
     return RestartStep(
         broker=int(s["broker"]),

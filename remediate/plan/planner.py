@@ -278,7 +278,23 @@ def _build(
         for i, b in enumerate(order.brokers)
     )
     with_predictions = tuple(
-        replace(s, predicted=_prediction(i, order.timeline)) for i, s in enumerate(chosen_restores)
+        replace(
+            s,
+            predicted=_prediction(i, order.timeline),
+            offline_until_restart=tuple(
+                sorted(
+                    {
+                        ReplicaRef(f.broker, TopicPartition(f.topic, f.partition))
+                        for f in offline
+                        if f.topic == s.topic
+                        and f.partition is not None
+                        and f.broker is not None
+                    },
+                    key=str,
+                )
+            ),
+        )
+        for i, s in enumerate(chosen_restores)
     )
     return _Built(
         name=name,

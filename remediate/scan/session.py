@@ -46,7 +46,7 @@ def require_pyspark() -> None:
         raise SparkNotInstalledError(
             "this command classifies on Spark and PySpark is not installed here:"
             f" {SPARK_INSTALL} (the spark extra; Spark also needs a Java runtime);"
-            " check, and scan --engine duckdb, run without it"
+            " check, and scan, plan and fix with --engine duckdb, run without it"
         )
 
 

@@ -19,7 +19,7 @@ from remediate.gates import (
     topic_in_sync_blocker,
 )
 from remediate.plan import FileKey, Fingerprint
-from remediate.state import ClusterState
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 from tests.plan.model import NEW, OLD, cluster
 
 ORDERS = {"orders": {0: [1, 2, 3], 1: [2, 3, 1]}}
@@ -76,6 +76,20 @@ def test_topic_in_sync_ignores_unregistered_replicas_but_not_a_missing_leader() 
         "1 partition(s) without a leader and every registered replica in the ISR: orders-0"
     )
     assert topic_in_sync_blocker(HEALTHY, "gone") == "topic gone is not in ZooKeeper"
+
+
+def test_topic_in_sync_excuses_the_replicas_offline_until_a_later_restart() -> None:
+    # Kafka 3.0: broker 3 marked orders-0 Offline; the plan restarts it after the restore.
+    out = with_isr(HEALTHY, ("orders", 0), [1, 2])
+    offline = ReplicaRef(3, TopicPartition("orders", 0))
+    assert topic_in_sync_blocker(out, "orders", [offline]) is None
+    # Only that replica: another one out of the ISR, or no leader, still blocks.
+    other = ReplicaRef(3, TopicPartition("orders", 1))
+    assert topic_in_sync_blocker(out, "orders", [other]) is not None
+    leaderless = with_isr(HEALTHY, ("orders", 0), [1, 2], leader=-1)
+    assert topic_in_sync_blocker(leaderless, "orders", [offline]) == (
+        "1 partition(s) without a leader and every registered replica in the ISR: orders-0"
+    )
 
 
 def test_stopped_and_missing_id_blockers() -> None:

@@ -318,6 +318,11 @@ def test_on_3_0_a_restore_names_the_replicas_that_still_need_a_restart() -> None
     assert [type(s) for s in on_30.steps] == [RestoreStep, RestartStep]
     (restart,) = on_30.restarts
     assert restart.broker == 1
+    # The wait after the restore's election excuses them from the ISR, and nothing else.
+    (restore,) = on_30.restores
+    assert restore.offline_until_restart == tuple(
+        ReplicaRef(1, TopicPartition("orders", p)) for p in (0, 1, 2)
+    )
     assert restart.reason.startswith(
         "3 replica(s) rejected their id after a restart during the incident and are Offline on"
         " this Kafka 3.0 broker (orders-0, orders-1, orders-2)"
@@ -326,6 +331,7 @@ def test_on_3_0_a_restore_names_the_replicas_that_still_need_a_restart() -> None
     # From 3.1 the replicas stay Online: the restore reaches them, no restart.
     on_34 = plan_for(state, found, lines=KafkaLines.uniform((3, 4), state.brokers))
     assert [type(s) for s in on_34.steps] == [RestoreStep]
+    assert on_34.restores[0].offline_until_restart == ()
 
 
 def test_on_3_0_a_restore_alone_says_which_replicas_stay_offline() -> None:
@@ -333,6 +339,8 @@ def test_on_3_0_a_restore_alone_says_which_replicas_stay_offline() -> None:
     lines = KafkaLines.uniform((3, 0), state.brokers)
     alone = plan_for(state, found, lines=lines, restore_only=True)
     assert [type(s) for s in alone.steps] == [RestoreStep]
+    # Left Offline for a roll planned later: the wait after the election does not halt on it.
+    assert {r.broker for r in alone.restores[0].offline_until_restart} == {1}
     (offline,) = [n for n in alone.notes if n.startswith("on Kafka 3.0")]
     assert offline.endswith("orders-0 on broker 1, orders-1 on broker 1, orders-2 on broker 1")
 

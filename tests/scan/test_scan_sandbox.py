@@ -43,10 +43,21 @@ def scan_sandbox(spark: Any, directory: Path, tmp: Path) -> ScanReport:
     return report
 
 
+def defaults_env() -> dict[str, str]:
+    """The environment without the suite's REMEDIATE_ENGINE: this module proves each
+    command's own engine (tests/conftest.py)."""
+    return {k: v for k, v in os.environ.items() if k != "REMEDIATE_ENGINE"}
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     script = Path(sys.executable).parent / "remediate"
     return subprocess.run(
-        [str(script), *args], capture_output=True, text=True, check=False, timeout=300
+        [str(script), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+        env=defaults_env(),
     )
 
 
@@ -165,6 +176,7 @@ def test_the_wheel_alone_checks_the_sandbox_and_names_the_spark_extra(
             check=False,
             timeout=300,
             cwd=tmp_path,
+            env=defaults_env(),
         )
 
     checked = run("check")
@@ -175,6 +187,10 @@ def test_the_wheel_alone_checks_the_sandbox_and_names_the_spark_extra(
         assert refused.returncode == 3, refused.stdout[-2000:] + refused.stderr[-2000:]
         assert refused.stdout == "" and refused.stderr.count("\n") == 1, refused.stderr[-3000:]
         assert "pip install 'remediate[spark]'" in refused.stderr
+    # On the embedded engine the plan needs no PySpark either.
+    planned = run("plan", "--engine", "duckdb", "--json")
+    assert planned.returncode in (0, 6), planned.stdout[-2000:] + planned.stderr[-2000:]
+    assert json.loads(planned.stdout)["steps"], planned.stdout[-2000:]
 
 
 def test_spark_standalone_cluster_gives_the_same_result(
