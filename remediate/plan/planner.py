@@ -286,9 +286,7 @@ def _build(
                     {
                         ReplicaRef(f.broker, TopicPartition(f.topic, f.partition))
                         for f in offline
-                        if f.topic == s.topic
-                        and f.partition is not None
-                        and f.broker is not None
+                        if f.topic == s.topic and f.partition is not None and f.broker is not None
                     },
                     key=str,
                 )
