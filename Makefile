@@ -14,7 +14,7 @@ DEMO_DIR ?= .sandbox/demo
 APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk chromium chromium-driver \
 	docker-compose shellcheck sudo
 
-.PHONY: help setup system venv spark-archive kafka-jars lint typecheck unit test fault-table demo bench dist clean
+.PHONY: help setup system venv spark-archive kafka-jars lint typecheck unit test fault-table demo bench dist clean matrix
 
 help:
 	@echo "make setup   install system packages, .venv, Spark's class-data archive and real Kafka's jars (idempotent)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench   run the benchmarks in bench/"
 	@echo "make dist    build the wheel and the source archive into dist/ (pip install 'dist/remediate-*.whl[spark]')"
 	@echo "make fault-table  run the fault tests and write their table into docs/faults.md"
+	@echo "make matrix  the incident and the repair on all 13 ZooKeeper-mode releases: docs/compatibility.md"
 
 setup: system venv spark-archive kafka-jars
 
@@ -120,3 +121,9 @@ dist: venv
 clean:
 	-@for dir in .sandbox/*/; do [ -f "$$dir/sandbox.json" ] && $(BIN)/remediate sandbox down --dir "$$dir"; done
 	rm -rf .sandbox .pytest_cache .mypy_cache .ruff_cache dist build
+
+# The compatibility matrix: every ZooKeeper-mode release, one and two log dirs, on real brokers
+# (bench/compatibility.py); writes docs/compatibility.md.
+matrix: setup
+	$(BIN)/remediate sandbox fetch-kafka --all
+	$(BIN)/python bench/compatibility.py --out docs/compatibility.md --results .sandbox/matrix.jsonl

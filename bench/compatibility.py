@@ -1,0 +1,379 @@
+"""The compatibility matrix: the incident and the repair on every ZooKeeper-mode Kafka release,
+observed rather than assumed, written into docs/compatibility.md.
+
+    .venv/bin/python bench/compatibility.py [--releases 3.0.2 3.9.2] [--log-dirs 1 2]
+                                            [--out docs/compatibility.md] [--results FILE]
+
+For each release (remediate/sandbox/releases.py) and each log-dir count, on a real-Kafka
+sandbox of its own (3 brokers, RF 3, Kafka's defaults):
+
+1. the incident, by `sandbox reproduce`'s steps 1 to 6 (topic created and grown by Kafka
+   1.0.2's own TopicCommand, then a controller failover), with an acks=all producer running
+   on every partition from before the failover to the end (it retries a record until it is
+   acknowledged, as a producer with retries does);
+2. after the failover, and again after step 8 (one broker restarted): what the producer saw,
+   what a consumer on a current client (confluent-kafka) reads, what a consumer on a pre-3.1
+   client (Kafka 1.0.2's ConsoleConsumer, which fetches by name) reads, and whether the
+   followers keep up with their leaders (DescribeLogDirs' sizes);
+3. `remediate check`, `remediate plan`, then `remediate fix --yes --accept-unavailable` while
+   the harm bench's prober (bench/repair_harm.py) writes to every partition: harm is the
+   partition-seconds in which acks=all writes fail, from the run's start until every
+   partition takes writes again; then `remediate check`;
+4. every acknowledged record read back with the current client: lost records (must be 0).
+
+Each case's facts go to `--results` as one JSON line (appended as it ends, so a long run that
+stops keeps what it saw); the table in `--out` is written from them. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from remediate.errors import RemediationError
+from remediate.kafka_admin import KafkaPythonAdmin
+from remediate.sandbox import client, cluster, kafka_jars, releases
+from remediate.sandbox.reproduce import Incident
+from tests.acceptance.repair_lab import RetryingProducer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from repair_harm import Prober
+
+TOPIC = "orders"
+CONSOLE_CONSUMER = "kafka.tools.ConsoleConsumer"
+FOLLOWER_WAIT_S = 20.0
+
+
+def say(message: str) -> None:
+    print(f"[compatibility] {message}", file=sys.stderr, flush=True)
+
+
+def cli(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [cluster.remediate_executable(), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+
+
+def legacy_consume(state: cluster.SandboxState, timeout_s: float = 15.0) -> dict[str, Any]:
+    """Kafka 1.0.2's ConsoleConsumer (Fetch by name, no topic id) from the beginning: the keys
+    it read, or its error."""
+    logs = Path(state.directory) / "legacy-client"
+    logs.mkdir(parents=True, exist_ok=True)
+    bootstrap = ",".join(f"{b.host}:{b.port}" for b in state.brokers)
+    argv = [
+        cluster.java_executable(),
+        "-Xmx256m",
+        f"-Dkafka.logs.dir={logs}",
+        "-cp",
+        kafka_jars.classpath(kafka_jars.LEGACY_CLIENT),
+        CONSOLE_CONSUMER,
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        TOPIC,
+        "--from-beginning",
+        "--timeout-ms",
+        str(int(timeout_s * 1000)),
+        "--property",
+        "print.key=true",
+    ]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, check=False, timeout=timeout_s + 120
+    )
+    keys = [line.split("\t", 1)[0] for line in done.stdout.splitlines() if "\t" in line]
+    return {"keys": keys, "stderr_tail": done.stderr.strip().splitlines()[-3:]}
+
+
+def replica_sizes(
+    state: cluster.SandboxState, partitions: Sequence[int]
+) -> dict[int, dict[int, int]]:
+    """Per partition, each live replica's log size (DescribeLogDirs)."""
+    admin = KafkaPythonAdmin([f"{b.host}:{b.port}" for b in state.brokers])
+    try:
+        described = admin.log_dirs(
+            [b.broker_id for b in state.brokers], [(TOPIC, p) for p in partitions]
+        )
+    finally:
+        admin.close()
+    sizes: dict[int, dict[int, int]] = {}
+    for broker, dirs in described.items():
+        for (topic, partition), (_, size) in dirs.replicas.items():
+            if topic == TOPIC:
+                sizes.setdefault(partition, {})[broker] = size
+    return sizes
+
+
+def followers(
+    state: cluster.SandboxState, zk: Any, partitions: Sequence[int]
+) -> dict[str, list[int]]:
+    """The partitions whose followers caught up with their leader's log within
+    FOLLOWER_WAIT_S, and those where one did not (stale-id replicas left behind)."""
+    from remediate.sandbox.reproduce import partition_states  # noqa: PLC0415
+
+    deadline = time.monotonic() + FOLLOWER_WAIT_S
+    behind: list[int] = list(partitions)
+    while time.monotonic() < deadline and behind:
+        leaders = {p: s.leader for p, s in partition_states(zk, TOPIC, list(partitions)).items()}
+        sizes = replica_sizes(state, partitions)
+        behind = [
+            p
+            for p in partitions
+            if leaders[p] < 0
+            or any(size != sizes.get(p, {}).get(leaders[p]) for size in sizes.get(p, {}).values())
+        ]
+        if behind:
+            time.sleep(1.0)
+    return {"caught_up": [p for p in partitions if p not in behind], "behind": behind}
+
+
+def observe(
+    incident: Incident,
+    producer: RetryingProducer,
+    since: float,
+    partitions: Sequence[int],
+) -> dict[str, Any]:
+    """What each client and the followers saw since `since` (monotonic)."""
+    state = incident.state
+    errors = {
+        p: sorted({e for at, e in producer.errors.get(p, []) if at >= since}) for p in partitions
+    }
+    acked = {p: sum(1 for at in producer.acked_at.get(p, []) if at >= since) for p in partitions}
+    records, consume_errors = incident.kafka.consume(TOPIC, timeout=15)
+    read = {r.partition for r in records}
+    legacy = legacy_consume(state)
+    acked_keys = {a.key: a.partition for a in producer.acked}
+    legacy_partitions = {acked_keys[k] for k in legacy["keys"] if k in acked_keys}
+    return {
+        "producer": {
+            "acked": {str(p): n for p, n in acked.items()},
+            "errors": {str(p): e for p, e in errors.items() if e},
+        },
+        "consumer_current": {
+            "errors": {str(p): e for p, e in sorted(consume_errors.items())},
+            "read": sorted(read),
+        },
+        "consumer_pre_3_1": {
+            "read": sorted(legacy_partitions),
+            "records": len(legacy["keys"]),
+            "stderr_tail": legacy["stderr_tail"],
+        },
+        "followers": followers(state, incident.zk, partitions),
+    }
+
+
+def run_json(*args: str) -> tuple[int, Any, str]:
+    done = cli(*args, "--json")
+    try:
+        document = json.loads(done.stdout) if done.stdout.strip() else None
+    except json.JSONDecodeError:
+        document = None
+    return done.returncode, document, done.stderr[-2000:]
+
+
+def findings_summary(document: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for finding in (document or {}).get("findings", []):
+        kind = str(finding.get("kind"))
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def run_case(release: releases.KafkaRelease, log_dirs: int, work: Path) -> dict[str, Any]:
+    directory = work / f"{release.version}-{log_dirs}" / "sandbox"
+    facts: dict[str, Any] = {
+        "release": release.version,
+        "log_dirs": log_dirs,
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    began = time.monotonic()
+    try:
+        state = cluster.up(
+            directory,
+            brokers=3,
+            kafka_version=release.rules,
+            kafka=release.name,
+            log_dirs_per_broker=log_dirs,
+        )
+        incident = Incident(directory, topic=TOPIC)
+        try:
+            facts.update(_incident_and_repair(state, incident, directory))
+        finally:
+            incident.close()
+    except (RemediationError, OSError, subprocess.SubprocessError) as exc:
+        facts["error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        cluster.down(directory)
+        shutil.rmtree(directory.parent, ignore_errors=True)
+    facts["seconds"] = round(time.monotonic() - began, 1)
+    return facts
+
+
+def _incident_and_repair(
+    state: cluster.SandboxState, incident: Incident, directory: Path
+) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    for step in (
+        incident.create_topic,
+        incident.produce,
+        incident.consume,
+        incident.add_partitions_legacy,
+        incident.produce_and_consume_all,
+    ):
+        step()
+    partitions = incident.result.old_partitions + incident.result.new_partitions
+    with RetryingProducer(state, TOPIC, partitions, prefix="matrix") as producer:
+        since = time.monotonic()
+        incident.failover()
+        facts["after_failover"] = observe(incident, producer, since, partitions)
+        since = time.monotonic()
+        try:
+            incident.restart_one_broker()
+            facts["restart"] = {"broker": incident.result.restarted_broker}
+        except RemediationError as exc:
+            facts["restart"] = {
+                "broker": incident.result.restarted_broker,
+                "differs": str(exc),
+            }
+        facts["after_restart"] = observe(incident, producer, since, partitions)
+        config = str(directory / "cluster.yaml")
+        code, check, _ = run_json("check", "-c", config)
+        facts["check_before"] = {"exit": code, "findings": findings_summary(check)}
+        plan_path = directory / "matrix-plan.json"
+        code, plan, err = run_json("plan", "-c", config, "-o", str(plan_path))
+        facts["plan"] = _plan_facts(code, plan, err)
+        with Prober(state, incident.zk, partitions) as prober:
+            start = time.time()
+            code, fixed, err = run_json("fix", "-c", config, "--yes", "--accept-unavailable")
+            end = time.time()
+            writable = prober.wait_all_writable(end)
+            harm = prober.unavailable(start, writable)
+        facts["fix"] = {
+            "exit": code,
+            "outcome": (fixed or {}).get("outcome"),
+            "seconds": round(end - start, 1),
+            "harm_ps": round(sum(harm.values()), 1),
+            "stderr_tail": err.strip().splitlines()[-3:] if code else [],
+        }
+        code, check, _ = run_json("check", "-c", config)
+        facts["check_after"] = {"exit": code, "findings": findings_summary(check)}
+    facts["lost"] = len(_lost(incident, [*incident.acked, *producer.acked]))
+    facts["acked"] = len(incident.acked) + len(producer.acked)
+    return facts
+
+
+def _plan_facts(code: int, plan: Any, err: str) -> dict[str, Any]:
+    if not isinstance(plan, Mapping):
+        return {"exit": code, "error": err.strip().splitlines()[-3:]}
+    document = plan.get("plan", plan)
+    chosen = [c["name"] for c in document.get("candidates", []) if c.get("chosen")]
+    steps = [s["kind"] for s in document.get("steps", [])]
+    return {
+        "exit": code,
+        "kafka": document.get("kafka"),
+        "candidate": chosen[0] if chosen else None,
+        "steps": steps,
+        "restarts": steps.count("restart"),
+        "notes": document.get("notes", []),
+        "refusals": document.get("refusals", []),
+    }
+
+
+def _lost(incident: Incident, acked: Iterable[client.Acked]) -> list[client.Acked]:
+    records, errors = incident.kafka.consume(TOPIC, timeout=30)
+    consumed = {(r.partition, r.offset, r.key) for r in records}
+    missing = [a for a in acked if (a.partition, a.offset, a.key) not in consumed]
+    if errors:
+        say(f"consume errors reading back: {errors}")
+    return missing
+
+
+def render(results: Sequence[Mapping[str, Any]], made: str) -> str:
+    """docs/compatibility.md from the cases' facts."""
+    lines = [
+        "# Compatibility: the incident and the repair on every ZooKeeper-mode release",
+        "",
+        f"Made by `make matrix` (bench/compatibility.py) on {made}, on real Apache Kafka from",
+        "Maven Central's jars, 3 brokers, RF 3, Kafka's defaults, the incident started by Kafka",
+        "1.0.2's own TopicCommand. Every cell is what the run saw, not what the source predicts.",
+        "",
+        "| release | log dirs | after the failover: producer / current consumer / pre-3.1"
+        " consumer / followers | after one restart | findings | repair chosen | restarts |"
+        " harm (partition-s) | healed | acked lost |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        if "error" in r:
+            lines.append(
+                f"| {r['release']} | {r['log_dirs']} | run failed: {r['error'][:160]} |"
+                " | | | | | | |"
+            )
+            continue
+        plan = r["plan"]
+        lines.append(
+            f"| {r['release']} | {r['log_dirs']} | {_seen(r['after_failover'])} |"
+            f" {_seen(r['after_restart'])} | {_kinds(r['check_before']['findings'])} |"
+            f" {plan.get('candidate') or ', '.join(plan.get('steps', [])) or 'none'} |"
+            f" {plan.get('restarts', 0)} | {r['fix']['harm_ps']} |"
+            f" {'yes' if r['check_after']['exit'] == 0 else 'no (check ' + str(r['check_after']['exit']) + ')'} |"
+            f" {r['lost']} of {r['acked']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _seen(observed: Mapping[str, Any]) -> str:
+    producer = (
+        "ok"
+        if not observed["producer"]["errors"]
+        else "errors on " + ", ".join(sorted(observed["producer"]["errors"]))
+    )
+    current = observed["consumer_current"]["errors"]
+    consumer = "reads" if not current else ", ".join(sorted(set(current.values())))
+    legacy = f"reads {len(observed['consumer_pre_3_1']['read'])} partitions"
+    behind = observed["followers"]["behind"]
+    follower = "in step" if not behind else f"behind on {len(behind)}"
+    return f"{producer} / {consumer} / {legacy} / {follower}"
+
+
+def _kinds(findings: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(findings.items()) if k != "OK") or "none"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--releases", nargs="*", default=list(releases.VERSIONS))
+    parser.add_argument("--log-dirs", nargs="*", type=int, default=[1, 2])
+    parser.add_argument("--out", type=Path, default=Path("docs/compatibility.md"))
+    parser.add_argument("--results", type=Path, default=Path(".sandbox/matrix.jsonl"))
+    args = parser.parse_args()
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="matrix-"))
+    results = []
+    for version in args.releases:
+        release = releases.release(version)
+        for log_dirs in args.log_dirs:
+            say(f"{release.version}, {log_dirs} log dir(s)")
+            facts = run_case(release, log_dirs, work)
+            say(json.dumps(facts)[:400])
+            with args.results.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(facts, sort_keys=True) + "\n")
+            results.append(facts)
+    args.out.write_text(render(results, datetime.now(UTC).date().isoformat()))
+    failed = [r for r in results if "error" in r or r.get("lost") or r["check_after"]["exit"]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
