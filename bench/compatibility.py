@@ -327,10 +327,14 @@ def render(results: Sequence[Mapping[str, Any]], made: str) -> str:
             f" {_seen(r['after_restart'])} | {_kinds(r['check_before']['findings'])} |"
             f" {plan.get('candidate') or ', '.join(plan.get('steps', [])) or 'none'} |"
             f" {plan.get('restarts', 0)} | {r['fix']['harm_ps']} |"
-            f" {'yes' if r['check_after']['exit'] == 0 else 'no (check ' + str(r['check_after']['exit']) + ')'} |"
+            f" {_healed(r['check_after']['exit'])} |"
             f" {r['lost']} of {r['acked']} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _healed(check_exit: int) -> str:
+    return "yes" if check_exit == 0 else f"no (check exits {check_exit})"
 
 
 def _seen(observed: Mapping[str, Any]) -> str:
