@@ -59,7 +59,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
 
-LINT_PATHS := remediate tests stubs $(wildcard bench)
+LINT_PATHS := remediate tests stubs $(wildcard bench) lab
 
 lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)
@@ -123,7 +123,8 @@ clean:
 	rm -rf .sandbox .pytest_cache .mypy_cache .ruff_cache dist build
 
 # The compatibility matrix: every ZooKeeper-mode release, one and two log dirs, on real brokers
-# (bench/compatibility.py); writes docs/compatibility.md.
+# (lab/compatibility.py); writes docs/compatibility.md.
 matrix: setup
 	$(BIN)/remediate sandbox fetch-kafka --all
-	$(BIN)/python bench/compatibility.py --out docs/compatibility.md --results .sandbox/matrix.jsonl
+	rm -f .sandbox/matrix.jsonl
+	$(BIN)/python lab/compatibility.py --out docs/compatibility.md --results .sandbox/matrix.jsonl

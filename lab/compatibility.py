@@ -1,7 +1,7 @@
 """The compatibility matrix: the incident and the repair on every ZooKeeper-mode Kafka release,
 observed rather than assumed, written into docs/compatibility.md.
 
-    .venv/bin/python bench/compatibility.py [--releases 3.0.2 3.9.2] [--log-dirs 1 2]
+    .venv/bin/python lab/compatibility.py [--releases 3.0.2 3.9.2] [--log-dirs 1 2]
                                             [--out docs/compatibility.md] [--results FILE]
 
 For each release (remediate/sandbox/releases.py) and each log-dir count, on a real-Kafka
@@ -44,10 +44,13 @@ from remediate.errors import RemediationError
 from remediate.kafka_admin import KafkaPythonAdmin
 from remediate.sandbox import client, cluster, kafka_jars, releases
 from remediate.sandbox.reproduce import Incident
-from tests.acceptance.repair_lab import RetryingProducer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from repair_harm import Prober
+# The acceptance's producer and the harm bench's prober, from the checkout this runs in.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+from repair_harm import Prober  # noqa: E402
+
+from tests.acceptance.repair_lab import RetryingProducer  # noqa: E402
 
 TOPIC = "orders"
 CONSOLE_CONSUMER = "kafka.tools.ConsoleConsumer"
@@ -68,7 +71,7 @@ def cli(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
     )
 
 
-def legacy_consume(state: cluster.SandboxState, timeout_s: float = 15.0) -> dict[str, Any]:
+def legacy_consume(state: cluster.SandboxState, timeout_s: float = 10.0) -> dict[str, Any]:
     """Kafka 1.0.2's ConsoleConsumer (Fetch by name, no topic id) from the beginning: the keys
     it read, or its error."""
     logs = Path(state.directory) / "legacy-client"
@@ -160,7 +163,7 @@ def observe(
 ) -> dict[str, Any]:
     """What each client and the followers saw since `since` (monotonic)."""
     state = incident.state
-    records, consume_errors = incident.kafka.consume(TOPIC, timeout=15)
+    records, consume_errors = incident.kafka.consume(TOPIC, timeout=10)
     read = {r.partition for r in records}
     legacy = legacy_consume(state)
     acked_keys = {a.key: a.partition for a in [*incident.acked, *producer.acked]}
@@ -221,7 +224,9 @@ def findings_summary(document: Any) -> dict[str, int]:
     return counts
 
 
-def run_case(release: releases.KafkaRelease, log_dirs: int, work: Path) -> dict[str, Any]:
+def run_case(
+    release: releases.KafkaRelease, log_dirs: int, work: Path, *, observed: bool
+) -> dict[str, Any]:
     directory = work / f"{release.version}-{log_dirs}" / "sandbox"
     facts: dict[str, Any] = {
         "release": release.version,
@@ -239,7 +244,7 @@ def run_case(release: releases.KafkaRelease, log_dirs: int, work: Path) -> dict[
         )
         incident = Incident(directory, topic=TOPIC)
         try:
-            facts.update(_incident_and_repair(state, incident, directory))
+            facts.update(_incident_and_repair(state, incident, directory, observed=observed))
         finally:
             incident.close()
     except (RemediationError, OSError, subprocess.SubprocessError) as exc:
@@ -253,8 +258,11 @@ def run_case(release: releases.KafkaRelease, log_dirs: int, work: Path) -> dict[
 
 
 def _incident_and_repair(
-    state: cluster.SandboxState, incident: Incident, directory: Path
+    state: cluster.SandboxState, incident: Incident, directory: Path, *, observed: bool
 ) -> dict[str, Any]:
+    """The incident, observed after the failover and after the restart when `observed` (the
+    first log-dir count of a release: what breaks does not depend on the log dirs), then
+    check, plan, fix and check."""
     facts: dict[str, Any] = {}
     for step in (
         incident.create_topic,
@@ -268,7 +276,8 @@ def _incident_and_repair(
     with RetryingProducer(state, TOPIC, partitions, prefix="matrix") as producer:
         since = time.monotonic()
         incident.failover()
-        facts["after_failover"] = observe(incident, producer, since, partitions)
+        if observed:
+            facts["after_failover"] = observe(incident, producer, since, partitions)
         since = time.monotonic()
         try:
             incident.restart_one_broker()
@@ -278,7 +287,8 @@ def _incident_and_repair(
                 "broker": incident.result.restarted_broker,
                 "differs": str(exc),
             }
-        facts["after_restart"] = observe(incident, producer, since, partitions)
+        if observed:
+            facts["after_restart"] = observe(incident, producer, since, partitions)
         config = str(directory / "cluster.yaml")
         code, check, _ = run_json("check", "-c", config)
         facts["check_before"] = {"exit": code, "findings": findings_summary(check)}
@@ -346,7 +356,7 @@ def render(results: Sequence[Mapping[str, Any]], made: str) -> str:
     lines = [
         "# Compatibility: the incident and the repair on every ZooKeeper-mode release",
         "",
-        f"Made by `make matrix` (bench/compatibility.py) on {made}, on real Apache Kafka from",
+        f"Made by `make matrix` (lab/compatibility.py) on {made}, on real Apache Kafka from",
         "Maven Central's jars, 3 brokers, RF 3, Kafka's defaults, the incident started by Kafka",
         "1.0.2's own TopicCommand. Every cell is what the run saw, not what the source predicts.",
         "",
@@ -364,14 +374,29 @@ def render(results: Sequence[Mapping[str, Any]], made: str) -> str:
             continue
         plan = r["plan"]
         lines.append(
-            f"| {r['release']} | {r['log_dirs']} | {_seen(r['after_failover'])} |"
-            f" {_seen(r['after_restart'])} | {_kinds(r['check_before']['findings'])} |"
+            f"| {r['release']} | {r['log_dirs']} | {_seen(r.get('after_failover'))} |"
+            f" {_seen(r.get('after_restart'))} | {_kinds(r['check_before']['findings'])} |"
             f" {plan.get('candidate') or ', '.join(plan.get('steps', [])) or 'none'}:"
             f" fix {r['fix'].get('outcome') or 'exit ' + str(r['fix']['exit'])} |"
             f" {plan.get('restarts', 0)} | {r['fix']['harm_ps']} |"
             f" {_healed(r['check_after'])} |"
             f" {r['lost']} of {r['acked']} |"
         )
+    lines += ["", "## What each run said", ""]
+    for r in results:
+        if "error" in r:
+            continue
+        said = [f"- **{r['release']}, {r['log_dirs']} log dir(s)** ({r['seconds']} s):"]
+        restart = r.get("restart", {})
+        if restart.get("differs"):
+            said.append(
+                f"  the incident's restart went otherwise than the sandbox expects:"
+                f" {restart['differs'][:300]};"
+            )
+        said.append(f"  fix: {r['fix'].get('message') or r['fix'].get('stderr_tail')};")
+        for note in r["plan"].get("notes", []):
+            said.append(f"  plan note: {note}")
+        lines.append("\n".join(said))
     return "\n".join(lines) + "\n"
 
 
@@ -383,7 +408,9 @@ def _healed(after: Mapping[str, Any]) -> str:
     return "yes"
 
 
-def _seen(observed: Mapping[str, Any]) -> str:
+def _seen(observed: Mapping[str, Any] | None) -> str:
+    if observed is None:
+        return "as with one log dir"
     producer = (
         "ok"
         if not observed["producer"]["errors"]
@@ -417,12 +444,20 @@ def main() -> int:
         release = releases.release(version)
         for log_dirs in args.log_dirs:
             say(f"{release.version}, {log_dirs} log dir(s)")
-            facts = run_case(release, log_dirs, work)
+            facts = run_case(release, log_dirs, work, observed=log_dirs == args.log_dirs[0])
             say(json.dumps(facts)[:400])
             with args.results.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(facts, sort_keys=True) + "\n")
             results.append(facts)
-    args.out.write_text(render(results, datetime.now(UTC).date().isoformat()))
+    # The table holds every case of the results file (the last run of each), so that a run of
+    # a few releases adds to what an earlier one saw.
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for line in args.results.read_text(encoding="utf-8").splitlines():
+        facts = json.loads(line)
+        seen[(facts["release"], facts["log_dirs"])] = facts
+    order = {v: i for i, v in enumerate(releases.VERSIONS)}
+    table = [seen[k] for k in sorted(seen, key=lambda k: (order.get(k[0], 99), k[1]))]
+    args.out.write_text(render(table, datetime.now(UTC).date().isoformat()))
     failed = [
         r for r in results if "error" in r or r.get("lost") or _healed(r["check_after"]) != "yes"
     ]
