@@ -104,6 +104,7 @@ def reproduce_and_plan(
     candidate: str = "auto",
     move_throttle: int | None = None,
     replication_2_topic: str | None = None,
+    log_dirs: int = 2,
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
@@ -111,8 +112,11 @@ def reproduce_and_plan(
     the sandbox is taken down before the failure goes on. `move_throttle`: cluster.yaml's
     copy throttle for the repairs that move replicas. `replication_2_topic`: a healthy topic
     of one partition with 2 replicas and no override, created before the plan (with the
-    brokers' min.insync.replicas=2, a restart of either replica leaves it unwritable)."""
-    state = cluster.up(directory, brokers=brokers, kafka_version="2.8", kafka=kafka)
+    brokers' min.insync.replicas=2, a restart of either replica leaves it unwritable).
+    `log_dirs`: each broker's (with one, no repair can move a replica)."""
+    state = cluster.up(
+        directory, brokers=brokers, kafka_version="2.8", kafka=kafka, log_dirs_per_broker=log_dirs
+    )
     try:
         settings = yaml.safe_load((directory / "cluster.yaml").read_text())
         if session_timeout_s is not None:
