@@ -22,7 +22,58 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from remediate.formats.znodes import MigrationState
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
+
+
+def describe_migration(
+    migration: MigrationState | None, *, controller: int | None, kraft_controller_epoch: int | None
+) -> str | None:
+    """What `/migration` and `/controller` show of a ZooKeeper-to-KRaft migration, or None
+    when they show none."""
+    if migration is None and kraft_controller_epoch is None:
+        return None
+    if migration is None:
+        return (
+            f"the active controller is KRaft controller {controller}"
+            f" (epoch {kraft_controller_epoch}), in migration mode"
+        )
+    if migration.problem is not None:
+        return f"/migration exists but does not parse ({migration.problem})"
+    leader = (
+        f"KRaft controller {migration.kraft_controller_id}"
+        f" (epoch {migration.kraft_controller_epoch})"
+    )
+    if migration.metadata_migrated:
+        return (
+            f"{leader} copied ZooKeeper's metadata into KRaft (KRaft's log at offset"
+            f" {migration.kraft_metadata_offset}): each topic's id is KRaft's now, for good"
+        )
+    return f"{leader} leads a migration whose metadata is not yet copied into KRaft"
+
+
+# What an operator can do instead, once a migration has begun.
+MIGRATION_ADVICE = (
+    "the migration copies each topic's id from ZooKeeper into KRaft for good; a repair now"
+    ' could lose data (docs/preflight.md, "Before a KRaft migration"): roll the controllers'
+    " back out of migration mode as Kafka's migration guide describes (possible until the"
+    " brokers run in KRaft mode), then check, fix and check again"
+)
+
+
+def migration_blocker(state: ClusterState) -> str | None:
+    """Why nothing may change the cluster: a ZooKeeper-to-KRaft migration has begun (KIP-866).
+    During one, deleting partition.metadata makes the KRaft controller's full LeaderAndIsr
+    fail, and rewriting a topic znode makes the next sync delete the topic (Kafka's
+    KRaftMigrationZkWriter); after one, KRaft holds the ids, not ZooKeeper."""
+    seen = describe_migration(
+        state.migration,
+        controller=state.controller_id,
+        kraft_controller_epoch=state.kraft_controller_epoch,
+    )
+    if seen is None:
+        return None
+    return f"a ZooKeeper-to-KRaft migration has begun: {seen}; {MIGRATION_ADVICE}"
 
 
 def restart_blocker(
@@ -241,7 +292,8 @@ def pre_restart_blocker(
         None if not accepted else [tp for tp in state.partitions_on(broker) if tp not in accepted]
     )
     return (
-        registration_blocker(state, expected)
+        migration_blocker(state)
+        or registration_blocker(state, expected)
         or offline_blocker(state, ignore=ignored)
         or restart_blocker(state, broker, min_isr_default=min_isr_default, ignore=ignored)
         or refusal_blocker(state, broker, stale, partitions=refusable)

@@ -11,7 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from remediate.formats.znodes import BrokerRegistration, PartitionState, TopicAssignment
+from remediate.formats.znodes import (
+    BrokerRegistration,
+    MigrationState,
+    PartitionState,
+    TopicAssignment,
+)
 
 
 class TopicPartition(NamedTuple):
@@ -83,6 +88,11 @@ class ClusterState:
     topics: Mapping[str, TopicState]
     partitions: Mapping[TopicPartition, PartitionState]
     problems: tuple[str, ...] = ()
+    # `/migration`, when a ZooKeeper-to-KRaft migration has begun (or is done).
+    migration: MigrationState | None = None
+    # `/controller`'s kraftControllerEpoch: set (0 or more) when a KRaft controller of a
+    # migration is the active controller, not a broker.
+    kraft_controller_epoch: int | None = None
 
     def __post_init__(self) -> None:
         # Readers key partitions by plain (topic, partition) pairs; here they are named.

@@ -17,12 +17,15 @@ from remediate.formats.znodes import (
     CLUSTER_ID,
     CONTROLLER,
     CONTROLLER_EPOCH,
+    MIGRATION,
     BrokerRegistration,
+    MigrationState,
     PartitionState,
     decode_broker,
     decode_cluster_id,
     decode_controller,
     decode_controller_epoch,
+    decode_migration,
     decode_partition_state,
     decode_topic,
     decode_topic_config,
@@ -101,9 +104,10 @@ def _decode_states(
 
 def _decode_singles(
     singles: dict[Any, Any], problems: list[str]
-) -> tuple[int | None, int | None, str | None]:
-    """The controller's id, the controller epoch and the cluster id, each decoded on its own:
-    one that does not parse is a problem and None, and never takes the others with it."""
+) -> tuple[int | None, int | None, str | None, int | None]:
+    """The controller's id, the controller epoch, the cluster id and the KRaft controller's
+    epoch, each decoded on its own: one that does not parse is a problem and None, and never
+    takes the others with it."""
 
     def decoded(path: str, decode: Callable[[bytes], T]) -> T | None:
         read = singles.get(path)
@@ -115,16 +119,44 @@ def _decode_singles(
             problems.append(str(exc))
             return None
 
+    controller = decoded(CONTROLLER, decode_controller)
+    kraft_epoch = controller.kraft_controller_epoch if controller is not None else None
     return (
-        decoded(CONTROLLER, lambda data: decode_controller(data).broker_id),
+        controller.broker_id if controller is not None else None,
         decoded(CONTROLLER_EPOCH, decode_controller_epoch),
         decoded(CLUSTER_ID, decode_cluster_id),
+        kraft_epoch if kraft_epoch is not None and kraft_epoch >= 0 else None,
+    )
+
+
+def decode_migration_read(read: tuple[bytes, Any] | None) -> MigrationState | None:
+    """`/migration` as read (None when the znode does not exist)."""
+    return None if read is None else decode_migration(read[0])
+
+
+def read_migration(zk: ZooKeeper, on_retry: OnRetry | None = None) -> ClusterState:
+    """Only what says whether a ZooKeeper-to-KRaft migration has begun: `/migration` and
+    `/controller`, in one round trip (the refusal before a run: remediate/execute/locked.py).
+    The rest of the state is empty."""
+    problems: list[str] = []
+    reads = zk.get_many((CONTROLLER, MIGRATION), on_retry=on_retry)
+    controller_id, _epoch, _cluster, kraft_epoch = _decode_singles(reads, problems)
+    return ClusterState(
+        cluster_id=None,
+        controller_id=controller_id,
+        controller_epoch=None,
+        brokers={},
+        topics={},
+        partitions={},
+        problems=tuple(problems),
+        migration=decode_migration_read(reads.get(MIGRATION)),
+        kraft_controller_epoch=kraft_epoch,
     )
 
 
 def _read(zk: ZooKeeper, topics_filter: Iterable[str] | None, on_retry: OnRetry) -> ClusterState:
     problems: list[str] = []
-    singles = zk.get_many((CONTROLLER, CONTROLLER_EPOCH, CLUSTER_ID), on_retry=on_retry)
+    singles = zk.get_many((CONTROLLER, CONTROLLER_EPOCH, CLUSTER_ID, MIGRATION), on_retry=on_retry)
     broker_ids = zk.children(BROKER_IDS, on_retry=on_retry)
     topic_names = zk.children(BROKER_TOPICS, on_retry=on_retry)
     if topics_filter is not None:
@@ -149,7 +181,7 @@ def _read(zk: ZooKeeper, topics_filter: Iterable[str] | None, on_retry: OnRetry)
         for p in topic.assignment.partitions
     }
     state_reads = zk.get_many(list(state_paths.values()), on_retry=on_retry)
-    controller_id, controller_epoch, cluster_id = _decode_singles(singles, problems)
+    controller_id, controller_epoch, cluster_id, kraft_epoch = _decode_singles(singles, problems)
     return ClusterState(
         cluster_id=cluster_id,
         controller_id=controller_id,
@@ -158,6 +190,8 @@ def _read(zk: ZooKeeper, topics_filter: Iterable[str] | None, on_retry: OnRetry)
         topics=topics,
         partitions=_decode_states({k: state_reads[p] for k, p in state_paths.items()}, problems),
         problems=tuple(problems),
+        migration=decode_migration_read(singles.get(MIGRATION)),
+        kraft_controller_epoch=kraft_epoch,
     )
 
 

@@ -24,13 +24,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from remediate import __version__
 from remediate.errors import ScanError
+from remediate.formats.znodes import MigrationState
 from remediate.state import ClusterState
 
 FORMAT = 1
@@ -265,6 +266,10 @@ def write_snapshot(
         "collected_at": (now or datetime.now(UTC)).isoformat(),
         "controller": state.controller_id,
         "controller_epoch": state.controller_epoch,
+        # A ZooKeeper-to-KRaft migration: `/migration` as read (null when absent), and the
+        # active controller's kraftControllerEpoch when it is a KRaft controller.
+        "migration": migration_json(state.migration),
+        "kraft_controller_epoch": state.kraft_controller_epoch,
         "tool_version": __version__,
         "brokers_configured": sorted(b.broker_id for b in reports if b.configured),
         "problems": [*state.problems, *extra_problems],
@@ -275,6 +280,30 @@ def write_snapshot(
     tmp.write_text(json.dumps(meta, indent=2) + "\n")
     os.replace(tmp, meta_path)
     return directory
+
+
+def migration_json(migration: MigrationState | None) -> dict[str, Any] | None:
+    return None if migration is None else asdict(migration)
+
+
+def migration_from_json(value: object, *, source: str) -> MigrationState | None:
+    """meta.json's `migration` back; ScanError naming the field when it is not one."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ScanError(f"{source}: migration: expected a JSON object or null, got {value!r}")
+    known = {f.name for f in fields(MigrationState)}
+    for name, field_value in value.items():
+        if name not in known:
+            raise ScanError(f"{source}: migration: unknown field {name!r}")
+        if name == "problem" and not (field_value is None or isinstance(field_value, str)):
+            raise ScanError(f"{source}: migration.problem: expected a string or null")
+        if name != "problem" and not (
+            field_value is None
+            or (isinstance(field_value, int) and not isinstance(field_value, bool))
+        ):
+            raise ScanError(f"{source}: migration.{name}: expected an integer or null")
+    return MigrationState(**value)
 
 
 def read_meta(directory: Path) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from remediate.clock import SystemClock
-from remediate.collect.cluster_state import read_cluster_state
+from remediate.collect.cluster_state import read_cluster_state, read_migration
 from remediate.collect.collector import collect_brokers, transports, zk_settings
 from remediate.config import ClusterConfig
 from remediate.errors import JournalError, RefusedError, ZooKeeperError
@@ -40,6 +40,7 @@ from remediate.execute.journal_mirror import (
     zk_runs,
 )
 from remediate.execute.lock import RunLock
+from remediate.gates import migration_blocker
 from remediate.kafka_admin import KafkaAdmin
 from remediate.logs import run_logger
 from remediate.plan import Plan, RestartStep, plan_from_json
@@ -237,6 +238,7 @@ def locked_run(
         require_stop_evidence(config, known, rollback=rollback)
     wait = NEW_RUN_LOCK_WAIT_S if plan is not None else config.zookeeper.session_timeout_s + 5
     with session(zk_settings(config)) as zk:
+        refuse_during_migration(zk)
         if plan is not None:
             run_id = new_run_id(clock.now())
         else:
@@ -282,6 +284,15 @@ def locked_run(
                     " host only, not in ZooKeeper: resume this run from this host"
                 )
             lock.release()
+
+
+def refuse_during_migration(zk: ZooKeeper) -> None:
+    """RefusedError, before the lock is taken or anything changed, once a ZooKeeper-to-KRaft
+    migration has begun (`/migration`, or a KRaft controller active): a run, a resumed run
+    and a rollback alike (remediate/gates.py, `migration_blocker`)."""
+    blocker = migration_blocker(read_migration(zk))
+    if blocker is not None:
+        raise RefusedError(f"nothing was changed: {blocker}")
 
 
 def _local_plan(root: Path, run_id: str | None) -> Plan | None:

@@ -32,7 +32,7 @@ from remediate.execute.decisions import disagreement_blocker, replica_hosts
 from remediate.execute.journal import JournalEvent
 from remediate.execute.stepbase import StepRun
 from remediate.execute.steps import StepKey
-from remediate.gates import degraded, topic_in_sync_blocker
+from remediate.gates import degraded, migration_blocker, topic_in_sync_blocker
 from remediate.kafka_admin import MOVE_THROTTLE, BrokerLogDirs, KafkaAdmin
 from remediate.plan import MoveStep, TriggerStep
 from remediate.plan.moves import HEADROOM, ReplicaMove
@@ -121,7 +121,9 @@ class MoveRun(StepRun[MoveStep]):
         state = self.probes.read()
         with _Admin(self).open(state) as admin:
             described = _described(admin, self.step.moves)
-        blocker = self.health_blocker(state) or self.space_blocker(described)
+        blocker = (
+            migration_blocker(state) or self.health_blocker(state) or self.space_blocker(described)
+        )
         self.recorder.record(
             JournalEvent.GATE, step=str(self.key(Action.GATE_MOVE_SAFETY)), blocker=blocker
         )

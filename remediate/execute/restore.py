@@ -24,7 +24,7 @@ from remediate.execute.stepbase import StepRun
 from remediate.execute.steps import Decision, StepKey
 from remediate.formats.topic_id import parse_topic_id
 from remediate.formats.znodes import CONTROLLER, decode_topic, topic_path, with_topic_id
-from remediate.gates import missing_id_blocker, topic_in_sync_blocker
+from remediate.gates import migration_blocker, missing_id_blocker, topic_in_sync_blocker
 from remediate.plan import RestoreStep
 from remediate.playbook import Action, Timeouts
 from remediate.state import ClusterState
@@ -90,10 +90,14 @@ class RestoreRun(StepRun[RestoreStep]):
     def agreement_gate(self) -> dict[str, Any]:
         state = self.probes.read()
         restored = {r.topic for r in self.plan.restores}
-        blocker = agreement_blocker(self.step, state, restored) or (
-            self.claimed_blocker(state)
-            if self.step.mint
-            else self.disagreement_blocker(state, self.step.topic_id)
+        blocker = (
+            migration_blocker(state)
+            or agreement_blocker(self.step, state, restored)
+            or (
+                self.claimed_blocker(state)
+                if self.step.mint
+                else self.disagreement_blocker(state, self.step.topic_id)
+            )
         )
         self.recorder.record(JournalEvent.GATE, step=str(self.gate_key), blocker=blocker)
         if blocker:

@@ -37,6 +37,8 @@ BROKER_TOPICS = "/brokers/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CLUSTER_ID = "/cluster/id"
+# Created by a KRaft controller of a ZooKeeper-to-KRaft migration (KIP-866), never deleted.
+MIGRATION = "/migration"
 CONFIG_TOPICS = "/config/topics"
 
 
@@ -486,6 +488,71 @@ def encode_controller(registration: ControllerRegistration) -> bytes:
             else -1
         )
     return dump(doc)
+
+
+# -- /migration --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MigrationState:
+    """`/migration` as kafka.zk.MigrationZNode writes it (3.4 to 3.9): the KRaft controller
+    that leads the migration and how far KRaft's log has been written back to ZooKeeper.
+    `kraft_metadata_offset` is -1 until ZooKeeper's metadata has been copied into KRaft.
+
+    The znode's existence is the fact that matters: a KRaft controller started in migration
+    mode created it, and nothing deletes it. `problem` says why its fields could not be read
+    (the migration is no less real for that).
+    """
+
+    kraft_controller_id: int | None = None
+    kraft_controller_epoch: int | None = None
+    kraft_metadata_offset: int | None = None
+    kraft_metadata_epoch: int | None = None
+    problem: str | None = None
+
+    @property
+    def metadata_migrated(self) -> bool:
+        return self.kraft_metadata_offset is not None and self.kraft_metadata_offset >= 0
+
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def decode_migration(data: bytes | None, *, source: str = MIGRATION) -> MigrationState:
+    """Read `/migration` as MigrationZNode.decode does (version 0; the four fields required).
+    Never raises: a znode that does not parse is still a migration, and says why."""
+    try:
+        obj = load_object(data, source=source)
+        version = get_int(obj, "version", source=source)
+        if version != 0:
+            raise FormatError(source, "version", "0", version)
+        offset = obj.get("kraft_metadata_offset")
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise FormatError(source, "kraft_metadata_offset", "an integer", offset)
+        if not INT64_MIN <= offset <= INT64_MAX:
+            raise FormatError(source, "kraft_metadata_offset", "a 64-bit integer", offset)
+        return MigrationState(
+            kraft_controller_id=get_int(obj, "kraft_controller_id", source=source),
+            kraft_controller_epoch=get_int(obj, "kraft_controller_epoch", source=source),
+            kraft_metadata_offset=offset,
+            kraft_metadata_epoch=get_int(obj, "kraft_metadata_epoch", source=source),
+        )
+    except FormatError as exc:
+        return MigrationState(problem=str(exc))
+
+
+def encode_migration(state: MigrationState) -> bytes:
+    """What a KRaft controller writes (tests and the sandbox's checks)."""
+    return dump(
+        {
+            "version": 0,
+            "kraft_controller_id": state.kraft_controller_id,
+            "kraft_controller_epoch": state.kraft_controller_epoch,
+            "kraft_metadata_offset": state.kraft_metadata_offset,
+            "kraft_metadata_epoch": state.kraft_metadata_epoch,
+        }
+    )
 
 
 def decode_controller_epoch(data: bytes | None, *, source: str = CONTROLLER_EPOCH) -> int:

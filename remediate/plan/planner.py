@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from remediate.formats.logdir import PARTITION_METADATA
+from remediate.gates import migration_blocker
 from remediate.kafka_lines import KafkaLines
 from remediate.minisr import PlannedMinIsr, topic_min_isr
 from remediate.plan.availability import (
@@ -305,6 +306,18 @@ def _build(
     )
 
 
+def _cluster_refusals(
+    state: ClusterState, lines: KafkaLines, steps: Sequence[AnyStep]
+) -> list[str]:
+    """What refuses the whole plan: a migration to KRaft begun (with or without steps; `apply`
+    refuses it whatever the plan says, execute/locked.py), a release with no rules."""
+    refusals = [r for r in (migration_blocker(state),) if r is not None]
+    unknown_release = lines.refusal(state.brokers)
+    if unknown_release is not None and steps:
+        refusals.append(unknown_release)
+    return refusals
+
+
 def make_plan(
     *,
     cluster: str,
@@ -388,10 +401,8 @@ def make_plan(
     chosen_restores = list(plan_of.restores)
     timeline = plan_of.timeline
     estimate = _estimate(len(restarts), len(chosen_restores), playbook, restore)
-    refusals = restart_refusals(state, findings, restarts, timeline, options)
-    unknown_release = lines.refusal(state.brokers)
-    if unknown_release is not None and steps:
-        refusals.insert(0, unknown_release)
+    refusals = _cluster_refusals(state, lines, steps)
+    refusals += restart_refusals(state, findings, restarts, timeline, options)
     refusals += restore_refusals(state, chosen_restores, restarts, missing - unclaimed, why_not)
     # A topic "restore-id" can repair is weighed as a candidate, not noted as impossible.
     weighed = {s.topic for s in chosen_restores} | {s.topic for s in splits}

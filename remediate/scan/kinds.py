@@ -24,6 +24,9 @@ class FindingKind(StrEnum):
     # Per partition: ZooKeeper's leader holds a stale id and rejected ZooKeeper's current
     # leader epoch, so it is fenced although ZooKeeper shows a leader and an ISR.
     LEADER_FENCED_BY_STALE_ID = "LEADER_FENCED_BY_STALE_ID"
+    # Per cluster: a ZooKeeper-to-KRaft migration has begun (`/migration`, or a KRaft
+    # controller active); nothing may change the cluster while it runs or after.
+    KRAFT_MIGRATION = "KRAFT_MIGRATION"
 
 
 class Severity(StrEnum):
@@ -48,6 +51,7 @@ SEVERITY: dict[FindingKind, Severity] = {
     FindingKind.BROKER_UNREACHABLE: Severity.UNKNOWN,
     FindingKind.PARTITION_OFFLINE: Severity.CRITICAL,
     FindingKind.LEADER_FENCED_BY_STALE_ID: Severity.CRITICAL,
+    FindingKind.KRAFT_MIGRATION: Severity.WARNING,
 }
 # The replica's file holds an id other than ZooKeeper's.
 MISMATCH_KINDS = frozenset(

@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from remediate.collect.snapshot import read_meta
+from remediate.collect.snapshot import migration_from_json, read_meta
 from remediate.errors import ScanError
+from remediate.gates import MIGRATION_ADVICE, describe_migration
 from remediate.gcpause import gc_paused
 from remediate.scan.findings import ScanReport, build_report, unpack_summary
+from remediate.scan.kinds import FindingKind
 from remediate.scan.session import DEFAULT_MASTER, BackgroundSession, spark_session
 
 ENGINES = ("spark", "duckdb")
@@ -41,12 +43,47 @@ def _report(
 ) -> ScanReport:
     problems = [f"{m['cluster']}: {p}" for m in metas for p in m.get("problems", [])]
     finding_rows, count_rows, broker_rows = rows
+    migrations = [row for meta in metas for row in migration_rows(meta)]
+    finding_rows = [*finding_rows, *migrations]
+    count_rows = [
+        *count_rows,
+        *({"cluster": r["cluster"], "broker": None, "kind": r["kind"], "n": 1} for r in migrations),
+    ]
     report = build_report(
         finding_rows, count_rows, broker_rows, clusters=clusters, problems=problems
     )
     if out_dir is not None:
         write_results(out_dir, report)
     return report
+
+
+def migration_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A KRAFT_MIGRATION finding for a snapshot whose cluster has begun a migration to KRaft
+    (decided here, from meta.json, by both engines alike)."""
+    source = f"{meta['cluster']}: meta.json"
+    migration = migration_from_json(meta.get("migration"), source=source)
+    kraft_epoch = meta.get("kraft_controller_epoch")
+    if kraft_epoch is not None and (
+        not isinstance(kraft_epoch, int) or isinstance(kraft_epoch, bool)
+    ):
+        raise ScanError(f"{source}: kraft_controller_epoch: expected an integer or null")
+    seen = describe_migration(
+        migration, controller=meta.get("controller"), kraft_controller_epoch=kraft_epoch
+    )
+    if seen is None:
+        return []
+    evidence = {
+        **({"migration": asdict(migration)} if migration is not None else {}),
+        "kraft_controller_epoch": kraft_epoch,
+    }
+    return [
+        {
+            "kind": FindingKind.KRAFT_MIGRATION,
+            "cluster": meta["cluster"],
+            "detail": f"{seen}; {MIGRATION_ADVICE}",
+            "evidence": evidence,
+        }
+    ]
 
 
 def classify_snapshots(

@@ -23,6 +23,7 @@ from remediate.execute.lock import RunLock
 from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
+from remediate.formats.znodes import MIGRATION, MigrationState, encode_migration
 from remediate.sandbox import admin, client, cluster
 from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids
 from remediate.zookeeper import KazooZooKeeper
@@ -370,6 +371,54 @@ def test_apply_refuses_after_drift_and_changes_nothing(
     assert {k: v for k, v in after.items() if not k.startswith("/remediate")} == {
         k: v for k, v in zk_before.items() if not k.startswith("/remediate")
     }
+
+
+@pytest.mark.fault(
+    "Faults during apply",
+    "A ZooKeeper-to-KRaft migration begins between plan and apply (`/migration` written as a"
+    " KRaft controller writes it)",
+    "check reports KRAFT_MIGRATION; plan, apply, fix --yes, resume and rollback refuse (exit 4)"
+    " and change nothing",
+)
+def test_every_change_is_refused_once_a_migration_to_kraft_has_begun(
+    planted: tuple[Path, Incident], tmp_path: Path
+) -> None:
+    directory, incident = planted
+    state, zk = incident.state, incident.zk
+    config = directory / "cluster.yaml"
+    if not zk.exists(f"/brokers/topics/{PAYMENTS}"):  # run on its own (make fault-table)
+        plant_mismatch(directory, state, zk, 3)
+    plan_path = tmp_path / "plan.json"
+    planned = run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
+    plan = json.loads(plan_path.read_text())
+    assert planned.returncode == 0 and plan["steps"], planned.stderr[-2000:]
+    # What a 3.9 KRaft controller in migration mode writes when it claims the migration.
+    zk.create(MIGRATION, encode_migration(MigrationState(3000, 1, -1, -1)))
+    try:
+        checked = run_cli("check", "-c", str(config), "--json")
+        findings = json.loads(checked.stdout)["findings"]
+        (migration,) = [f for f in findings if f["kind"] == "KRAFT_MIGRATION"]
+        assert migration["evidence"]["migration"]["kraft_controller_id"] == 3000
+        assert "not yet copied into KRaft" in migration["detail"]
+
+        zk_before, disk_before = zookeeper_tree(zk), topic_files(state)
+        again = run_cli("plan", "-c", str(config), "--json")
+        assert again.returncode == 4, again.stderr[-2000:]
+        refusals = json.loads(again.stdout)["refusals"]
+        assert refusals[0].startswith("a ZooKeeper-to-KRaft migration has begun: KRaft")
+        for args in (
+            ("apply", "--plan", str(plan_path), "--approve", plan["digest"]),
+            ("fix", "--yes", "--accept-unavailable"),
+            ("resume",),
+            ("rollback", "--run", "any-run"),
+        ):
+            refused = run_cli(args[0], "-c", str(config), *args[1:])
+            assert refused.returncode == 4, (args, refused.stdout[-2000:], refused.stderr[-2000:])
+            assert "migration has begun" in refused.stdout + refused.stderr, args
+        assert topic_files(state) == disk_before
+        assert zookeeper_tree(zk) == zk_before  # not even the lock was taken
+    finally:
+        zk.delete(MIGRATION)
 
 
 def _journal_records(journal_dir: Path) -> tuple[str, list[dict[str, object]]]:

@@ -8,11 +8,12 @@ import pytest
 
 from remediate.collect.snapshot import ReplicaRow
 from remediate.execute.drift import differences, observed_files
-from remediate.formats.znodes import PartitionState
+from remediate.formats.znodes import MigrationState, PartitionState
 from remediate.gates import (
     StaleIdHolder,
     health_sample,
     in_sync_blocker,
+    migration_blocker,
     missing_id_blocker,
     pre_restart_blocker,
     stopped_blocker,
@@ -219,3 +220,50 @@ def test_health_sample_counts() -> None:
     state = with_isr(with_isr(HEALTHY, ("orders", 0), [1]), ("orders", 1), [2, 3], leader=-1)
     sample = health_sample(state, 1)
     assert (sample["under_replicated"], sample["offline"], sample["below_min_isr"]) == (2, 1, 1)
+
+
+MIGRATIONS = [
+    ("no migration", None, None, None),
+    (
+        "begun",
+        MigrationState(3000, 1, -1, -1),
+        None,
+        "KRaft controller 3000 (epoch 1) leads a migration whose metadata is not yet copied",
+    ),
+    (
+        "copied",
+        MigrationState(3000, 2, 88, 2),
+        2,
+        "KRaft controller 3000 (epoch 2) copied ZooKeeper's metadata into KRaft",
+    ),
+    ("a KRaft controller active", None, 5, "the active controller is KRaft controller 1"),
+    (
+        "unreadable",
+        MigrationState(problem="/migration: data: expected a JSON object"),
+        None,
+        "/migration exists but does not parse (/migration: data: expected a JSON object)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("migration", "kraft_epoch", "expected"),
+    [m[1:] for m in MIGRATIONS],
+    ids=[m[0] for m in MIGRATIONS],
+)
+def test_a_migration_to_kraft_blocks_every_change_first(
+    migration: MigrationState | None, kraft_epoch: int | None, expected: str | None
+) -> None:
+    state = replace(HEALTHY, migration=migration, kraft_controller_epoch=kraft_epoch)
+    reason = migration_blocker(state)
+    restart = pre_restart_blocker(
+        state, 3, expected=[1, 2, 3], targeted=(), stale=StaleIdHolder({}), min_isr_default=1
+    )
+    if expected is None:
+        assert reason is None and restart is None
+        return
+    assert reason is not None and expected in reason
+    assert reason.startswith("a ZooKeeper-to-KRaft migration has begun: ")
+    assert reason.endswith("then check, fix and check again")
+    # First of every reason, though nothing else blocks this restart.
+    assert restart == reason

@@ -18,6 +18,9 @@ class SnapshotBuilder:
     cluster: str = "c1"
     controller: int | None = None
     problems: list[str] = field(default_factory=list)
+    # meta.json's `migration` (`/migration` as read) and `kraft_controller_epoch`.
+    migration: dict[str, Any] | None = None
+    kraft_controller_epoch: int | None = None
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {t: [] for t in TABLES})
 
     def _row(self, table: str, **values: Any) -> SnapshotBuilder:
@@ -151,6 +154,8 @@ class SnapshotBuilder:
             "cluster": self.cluster,
             "controller": self.controller,
             "problems": self.problems,
+            "migration": self.migration,
+            "kraft_controller_epoch": self.kraft_controller_epoch,
         }
         (directory / "meta.json").write_text(json.dumps(meta))
         return directory
