@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -35,7 +35,8 @@ from remediate.plan import Plan, PlanOptions, make_plan
 from remediate.plan.model import by_name, with_digest
 from remediate.plan.render import min_isr_of
 from remediate.playbook import Playbook, cluster_playbook
-from remediate.scan.kinds import MISMATCH_KINDS
+from remediate.preflight import AT_RISK_KINDS, Preflight, kraft_preflight
+from remediate.scan.kinds import MISMATCH_KINDS, FindingKind
 from remediate.scan.pipeline import ClusterScan, collect_and_scan
 from remediate.state import ClusterState, MoveFacts, TopicPartition
 from remediate.zookeeper import session
@@ -215,17 +216,20 @@ def admin_factory(config: ClusterConfig) -> Callable[[ClusterState], KafkaAdmin]
     return lambda state: kafka_admin(config, state)
 
 
-def move_facts(config: ClusterConfig, scanned: ClusterScan) -> MoveFacts | None:
-    """What the live brokers hosting the topics whose replicas disagree say of their disks,
-    or why nothing is known; None where cluster.yaml gives no way to Kafka's admin API (no
-    kafka section): the repairs that move replicas are then not weighed."""
+def move_facts(
+    config: ClusterConfig, scanned: ClusterScan, kinds: Collection[FindingKind] = MISMATCH_KINDS
+) -> MoveFacts | None:
+    """What the live brokers hosting the topics with a replica of `kinds` (whose replicas
+    disagree) say of their disks, or why nothing is known; None where cluster.yaml gives no way
+    to Kafka's admin API (no kafka section): the repairs that move replicas are then not
+    weighed."""
     if config.kafka is None:
         return None
     state = scanned.state
     topics = {
         f.topic
         for f in scanned.report.findings
-        if f.kind in MISMATCH_KINDS and f.topic is not None and f.topic in state.topics
+        if f.kind in kinds and f.topic is not None and f.topic in state.topics
     }
     if not topics:
         return MoveFacts(problem="no replica holds another id than ZooKeeper's")
@@ -253,6 +257,15 @@ def move_facts(config: ClusterConfig, scanned: ClusterScan) -> MoveFacts | None:
         )
     finally:
         admin.close()
+
+
+def kraft_migration_preflight(
+    config: ClusterConfig, *, spark_master: str | None = None, engine: str = "duckdb"
+) -> Preflight:
+    """`check --before kraft-migration`: what a migration to KRaft would do now (read-only)."""
+    scanned = collect_and_scan(config, master=spark_master, include_ok=True, engine=engine)
+    facts = move_facts(config, scanned, AT_RISK_KINDS)
+    return kraft_preflight(scanned.state, scanned.report, facts)
 
 
 def write_plan(plan: Plan, path: Path) -> None:

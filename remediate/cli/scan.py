@@ -18,6 +18,7 @@ from remediate.cli.common import (
 )
 from remediate.config import load_cluster_config
 from remediate.execute import failpoints
+from remediate.preflight import EVENT as KRAFT_MIGRATION
 from remediate.scan.findings import SEVERITY_RANK, ScanReport
 from remediate.scan.kinds import FindingKind, Severity
 from remediate.scan.pipeline import collect_and_scan, scan_snapshots
@@ -177,8 +178,20 @@ def scan(
 @config_option
 @master_option
 @engine_option("duckdb")
+@click.option(
+    "--before",
+    type=click.Choice([KRAFT_MIGRATION]),
+    help="The event to check for: kraft-migration names each hazard a ZooKeeper-to-KRaft"
+    " migration would meet (exit 0 only when it is safe for topic ids, 2 with a hazard).",
+)
 @json_option
-def check(config_path: Path | None, spark_master: str | None, engine: str, as_json: bool) -> int:
+def check(
+    config_path: Path | None,
+    spark_master: str | None,
+    engine: str,
+    before: str | None,
+    as_json: bool,
+) -> int:
     """Monitoring form of scan: one line and Nagios exit codes.
 
     0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (any error of the check itself).
@@ -188,6 +201,16 @@ def check(config_path: Path | None, spark_master: str | None, engine: str, as_js
         raise click.UsageError("give -c cluster.yaml")
     master_needs_spark(spark_master, engine)
     config = load_cluster_config(config_path)
+    if before == KRAFT_MIGRATION:
+        from remediate.workflows import kraft_migration_preflight  # noqa: PLC0415
+
+        preflight = kraft_migration_preflight(config, spark_master=spark_master, engine=engine)
+        if as_json:
+            sys.stdout.write(json.dumps(preflight.to_json(), indent=2) + "\n")
+        else:
+            for line in preflight.lines():
+                click.echo(line)
+        return preflight.exit_code
     report = collect_and_scan(config, master=spark_master, engine=engine).report
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
