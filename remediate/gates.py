@@ -54,10 +54,9 @@ def describe_migration(
 
 # What an operator can do instead, once a migration has begun.
 MIGRATION_ADVICE = (
-    "the migration copies each topic's id from ZooKeeper into KRaft for good; a repair now"
-    ' could lose data (docs/preflight.md, "Before a KRaft migration"): roll the controllers'
-    " back out of migration mode as Kafka's migration guide describes (possible until the"
-    " brokers run in KRaft mode), then check, fix and check again"
+    "a repair now could lose data (docs/preflight.md, \"Before a KRaft migration\"): until the"
+    " brokers run in KRaft mode, Kafka's migration guide describes how to revert to ZooKeeper"
+    " mode; then check, fix and check again"
 )
 
 

@@ -20,6 +20,7 @@ from remediate.sandbox import (
     jvm_broker,
     kafka_jars,
     legacy_admin,
+    migration,
     releases,
 )
 from remediate.sandbox.reproduce import IncidentStep, reproduce
@@ -244,6 +245,39 @@ def reproduce_command(directory: Path, topic: str, as_json: bool) -> None:
             f"ZooKeeper now holds topic id {result.new_id}; the old partitions' replicas hold"
             f" {result.old_id}; broker {result.restarted_broker} is out of their ISR."
         )
+
+
+@sandbox.command(name="migrate")
+@dir_option
+@click.option(
+    "--until",
+    type=click.Choice(migration.STAGES),
+    default="done",
+    show_default=True,
+    help="Stop after this stage: controller (a KRaft controller in migration mode), hybrid"
+    " (the brokers in migration mode, the metadata copied into KRaft), kraft (the brokers in"
+    " KRaft mode), done (the controller out of migration mode).",
+)
+@click.option(
+    "--wait-isr/--no-wait-isr",
+    default=True,
+    show_default=True,
+    help="Wait for every partition's ISR to be whole before each broker's roll and after"
+    " each stage; --no-wait-isr migrates a cluster that is not healthy, as an operator who"
+    " does not look would.",
+)
+@json_option
+def migrate_command(directory: Path, until: str, wait_isr: bool, as_json: bool) -> None:
+    """Migrate a real-Kafka sandbox (3.5 or later) from ZooKeeper to KRaft, as Kafka's
+    documentation describes it; each stage waits for its event."""
+    reached = migration.migrate(
+        directory,
+        until=until,
+        say=(lambda _m: None) if as_json else out.print,
+        wait_isr=wait_isr,
+    )
+    if as_json:
+        emit_json({"migration": reached})
 
 
 # -- brokers -----------------------------------------------------------------------------------

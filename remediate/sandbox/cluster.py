@@ -10,6 +10,7 @@ Layout of a sandbox directory D:
     D/broker-<id>/logs/                 server.log, state-change.log, kafkaServer.out
     D/broker-<id>/broker.pid
     D/kafka-log4j.properties            real Kafka's logging (with --kafka real-*)
+    D/controller-<id>/                  a KRaft controller (`sandbox migrate`: migration.py)
     D/ssh/                              keys, known_hosts and sshd configs (with --ssh)
 
 A broker is either the emulator (`remediate.sandbox.broker`, `--kafka emulated`) or real
@@ -72,6 +73,10 @@ class SandboxState:
     ssh: bool = False
     # "emulated", or a real Kafka release (jvm_broker.REAL_KAFKA)
     kafka: str = jvm_broker.EMULATED
+    # KRaft controllers started by `sandbox migrate` (node_id, host, port each), and the
+    # migration's last stage reached (remediate/sandbox/migration.py), None before any.
+    controllers: list[dict[str, Any]] = field(default_factory=list)
+    migration: str | None = None
 
     @property
     def real_kafka(self) -> releases.KafkaRelease | None:
@@ -429,9 +434,30 @@ def down(directory: Path) -> list[str]:
         timeout=20,
     )
     stopped += [f"broker {broker_id}" for broker_id in sorted(running)]
+    stopped += stop_controllers(directory, state)
     pid = zookeeper_pid(directory)
     if pid is not None and process.terminate(pid, ZOOKEEPER_MARKER, timeout=10):
         stopped.append("zookeeper")
+    return stopped
+
+
+def controller_dir(directory: Path, node_id: int) -> Path:
+    return directory / f"controller-{node_id}"
+
+
+def stop_controllers(directory: Path, state: SandboxState) -> list[str]:
+    """Stop the KRaft controllers `sandbox migrate` started, by pid."""
+    stopped = []
+    for saved in state.controllers:
+        root = controller_dir(directory, int(saved["node_id"]))
+        pid = process.read_pid(root / "controller.pid")
+        marker = str(root / "controller.properties")
+        if (
+            pid is not None
+            and process.owns(pid, marker)
+            and process.terminate(pid, marker, timeout=30)
+        ):
+            stopped.append(f"controller {saved['node_id']}")
     return stopped
 
 

@@ -1,0 +1,438 @@
+"""Kafka's ZooKeeper-to-KRaft migration (KIP-866), run on a real-Kafka sandbox the way Kafka's
+documentation describes it ("ZooKeeper to KRaft Migration", 3.5 to 3.9):
+
+    1. controller   a KRaft controller (node 3000) with zookeeper.metadata.migration.enable,
+                    its storage formatted with ZooKeeper's cluster id, started;
+    2. hybrid       the brokers rolled, one at a time, into migration mode (the migration flag,
+                    the controller quorum, inter.broker.protocol.version at the release's line);
+                    the controller copies ZooKeeper's metadata into KRaft and writes back
+                    to ZooKeeper from then on (dual write);
+    3. kraft        the brokers rolled, one at a time, into KRaft mode (process.roles=broker);
+    4. done         the controller restarted without the migration flag and ZooKeeper.
+
+Each step waits for its event (a log line, a znode, every partition's ISR whole again), and a
+step that does not get there fails naming the step and showing the last log lines. Every
+process is started and stopped by pid, as the brokers are (remediate/sandbox/cluster.py).
+
+Layout added to the sandbox directory D:
+
+    D/controller-3000/controller.properties, data/, logs/, controller.pid
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from remediate.errors import SandboxError
+from remediate.formats.properties import load_properties
+from remediate.formats.znodes import (
+    BROKER_TOPICS,
+    CLUSTER_ID,
+    MIGRATION,
+    decode_cluster_id,
+    decode_migration,
+    decode_partition_state,
+    decode_topic,
+    partition_state_path,
+    topic_path,
+)
+from remediate.sandbox import cluster, jvm_broker, kafka_jars, process, releases, zkserver
+
+CONTROLLER_ID = 3000
+CONTROLLER_HOST = "127.0.0.9"  # brokers are 127.0.0.(10+N)
+CONTROLLER_LISTENER = "CONTROLLER"
+STAGES = ("controller", "hybrid", "kraft", "done")
+STORAGE_TOOL = "kafka.tools.StorageTool"
+# The first release whose migration is meant for use (3.4 was early access and stalls on a
+# topic without id); the sandbox migrates from 3.5 on.
+FIRST_RELEASE = (3, 5)
+STEP_TIMEOUT_S = 180.0
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ControllerNode:
+    node_id: int
+    host: str
+    port: int
+
+    @property
+    def voter(self) -> str:
+        return f"{self.node_id}@{self.host}:{self.port}"
+
+
+def _listener_map() -> str:
+    return f"PLAINTEXT:PLAINTEXT,{CONTROLLER_LISTENER}:PLAINTEXT"
+
+
+def controller_properties(
+    node: ControllerNode, *, zookeeper_connect: str, data_dir: Path, migrating: bool
+) -> dict[str, str]:
+    """The KRaft controller's settings, with the migration (`migrating`) or after it."""
+    values = {
+        "process.roles": "controller",
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": node.voter,
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "listeners": f"{CONTROLLER_LISTENER}://{node.host}:{node.port}",
+        "listener.security.protocol.map": _listener_map(),
+        "log.dirs": str(data_dir),
+        **jvm_broker.TWO_CORE_SETTINGS,
+    }
+    if migrating:
+        values["zookeeper.metadata.migration.enable"] = "true"
+        values["zookeeper.connect"] = zookeeper_connect
+    return values
+
+
+# The ZooKeeper-mode keys a KRaft-mode broker must not have.
+ZK_ONLY_KEYS = (
+    "broker.id",
+    "zookeeper.connect",
+    "zookeeper.metadata.migration.enable",
+    "inter.broker.protocol.version",
+)
+
+
+def hybrid_broker_properties(
+    current: Mapping[str, str], node: ControllerNode, line: str
+) -> dict[str, str]:
+    """A ZooKeeper-mode broker's settings in migration mode."""
+    return {
+        **current,
+        "zookeeper.metadata.migration.enable": "true",
+        "inter.broker.protocol.version": line,
+        "controller.quorum.voters": node.voter,
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "listener.security.protocol.map": _listener_map(),
+    }
+
+
+def kraft_broker_properties(current: Mapping[str, str], node: ControllerNode) -> dict[str, str]:
+    """A migration-mode broker's settings in KRaft mode: its broker.id becomes its node.id."""
+    if "broker.id" not in current:
+        raise SandboxError("the broker's server.properties has no broker.id to migrate")
+    values = {k: v for k, v in current.items() if k not in ZK_ONLY_KEYS}
+    values.update(
+        {
+            "process.roles": "broker",
+            "node.id": current["broker.id"],
+            "controller.quorum.voters": node.voter,
+            "controller.listener.names": CONTROLLER_LISTENER,
+            "listener.security.protocol.map": _listener_map(),
+        }
+    )
+    return values
+
+
+# -- waiting on events -------------------------------------------------------------------------
+
+
+def log_size(logs_dir: Path) -> int:
+    try:
+        return (logs_dir / "server.log").stat().st_size
+    except OSError:
+        return 0
+
+
+def logged_since(logs_dir: Path, offset: int, text: str) -> bool:
+    try:
+        with (logs_dir / "server.log").open("rb") as log:
+            log.seek(offset)
+            return text.encode() in log.read()
+    except OSError:
+        return False
+
+
+def wait_step(
+    step: str,
+    condition: Callable[[], bool],
+    *,
+    logs: list[Path],
+    pids: Mapping[str, int] | None = None,
+    timeout: float = STEP_TIMEOUT_S,
+) -> None:
+    """Wait for `condition`; SandboxError naming `step`, with the last lines of `logs`, when
+    it does not come within `timeout` or a process of `pids` exits meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if condition():
+            return
+        dead = [name for name, pid in (pids or {}).items() if not process.is_alive(pid)]
+        if dead or time.monotonic() >= deadline:
+            why = f"{', '.join(dead)} exited" if dead else f"not done within {timeout:.0f}s"
+            raise SandboxError(
+                f"migration step {step!r}: {why}:\n"
+                + "\n".join(jvm_broker.last_lines(d, 30) for d in logs)
+            )
+        time.sleep(0.2)
+
+
+class Migration:
+    """One sandbox's migration, step by step (`run(until)`)."""
+
+    def __init__(
+        self, directory: Path, say: Say = lambda _m: None, *, wait_isr: bool = True
+    ) -> None:
+        self.directory = directory.resolve()
+        # False: roll without waiting for every ISR to be whole, as a migration of a cluster
+        # that is not healthy would (the ISR is then not waited for after a stage either).
+        self.wait_isr = wait_isr
+        self.state = cluster.load_state(self.directory)
+        self.say = say
+        real = self.state.real_kafka
+        if real is None:
+            raise SandboxError("a migration to KRaft needs real Kafka: sandbox up --kafka real-*")
+        major, minor = (int(p) for p in real.line.split("."))
+        if (major, minor) < FIRST_RELEASE:
+            raise SandboxError(
+                f"{real.label} has no migration to KRaft the sandbox runs (3.5 and later)"
+            )
+        self.release: releases.KafkaRelease = real
+        self.node = self._node()
+
+    def _node(self) -> ControllerNode:
+        saved = self.state.controllers
+        if saved:
+            return ControllerNode(**saved[0])
+        node = ControllerNode(CONTROLLER_ID, CONTROLLER_HOST, zkserver.free_port(CONTROLLER_HOST))
+        self.state.controllers = [{"node_id": node.node_id, "host": node.host, "port": node.port}]
+        cluster.save_state(self.state)
+        return node
+
+    # -- the controller --
+
+    @property
+    def root(self) -> Path:
+        return cluster.controller_dir(self.directory, self.node.node_id)
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def properties_path(self) -> Path:
+        return self.root / "controller.properties"
+
+    def controller_pid(self) -> int | None:
+        pid = process.read_pid(self.root / "controller.pid")
+        return pid if pid is not None and process.owns(pid, str(self.properties_path)) else None
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        return [
+            cluster.java_executable(),
+            *jvm_broker.JVM_FLAGS,
+            f"-Dlog4j.configuration=file:{self.directory / cluster.LOG4J_FILE}",
+            f"-Dkafka.logs.dir={self.logs}",
+            "-cp",
+            kafka_jars.classpath(self.release.classpath.name),
+            main,
+            *args,
+        ]
+
+    def _write_controller(self, *, migrating: bool) -> None:
+        jvm_broker.write_server_properties(
+            self.properties_path,
+            controller_properties(
+                self.node,
+                zookeeper_connect=self.state.zk_connect,
+                data_dir=self.root / "data",
+                migrating=migrating,
+            ),
+        )
+
+    def _format(self) -> None:
+        if (self.root / "data" / "meta.properties").exists():
+            return
+        zk = cluster.zk_client(self.state)
+        try:
+            data, _ = zk.get(CLUSTER_ID)
+        finally:
+            zk.stop()
+            zk.close()
+        cluster_id = decode_cluster_id(data)
+        formatted = subprocess.run(
+            self._java(STORAGE_TOOL, "format", "-t", cluster_id, "-c", str(self.properties_path)),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if formatted.returncode != 0:
+            raise SandboxError(
+                f"migration step 'controller': formatting the controller's storage failed:\n"
+                f"{formatted.stdout[-2000:]}{formatted.stderr[-2000:]}"
+            )
+
+    def _start_controller(self, step: str) -> None:
+        if self.controller_pid() is not None:
+            return
+        offset = log_size(self.logs)
+        argv = self._java(jvm_broker.MAIN_CLASS, str(self.properties_path))
+        pid = process.spawn_detached(argv, log_path=self.logs / "kafkaServer.out")
+        (self.root / "controller.pid").write_text(f"{pid}\n")
+        wait_step(
+            step,
+            lambda: logged_since(self.logs, offset, "Kafka Server started"),
+            logs=[self.logs],
+            pids={f"controller {self.node.node_id}": pid},
+        )
+
+    def stop_controller(self) -> bool:
+        pid = self.controller_pid()
+        if pid is None:
+            return False
+        return process.terminate(pid, str(self.properties_path), timeout=60)
+
+    # -- reads of ZooKeeper --
+
+    def _migration_copied(self) -> bool:
+        zk = cluster.zk_client(self.state)
+        try:
+            if not zk.exists(MIGRATION):
+                return False
+            return decode_migration(zk.get(MIGRATION)[0]).metadata_migrated
+        finally:
+            zk.stop()
+            zk.close()
+
+    def _isr_whole(self) -> bool:
+        """Every partition's ISR is its whole replica set (ZooKeeper's view, which the KRaft
+        controller keeps up to date in dual write)."""
+        zk = cluster.zk_client(self.state)
+        try:
+            for topic in zk.get_children(BROKER_TOPICS):
+                assignment = decode_topic(zk.get(topic_path(topic))[0], source=topic_path(topic))
+                for number, replicas in assignment.partitions.items():
+                    path = partition_state_path(topic, number)
+                    if not zk.exists(path):
+                        return False
+                    state = decode_partition_state(zk.get(path)[0], source=path)
+                    if set(state.isr) != set(replicas) or state.leader < 0:
+                        return False
+            return True
+        finally:
+            zk.stop()
+            zk.close()
+
+    # -- the brokers --
+
+    def _broker_properties(self, broker_id: int) -> dict[str, str]:
+        path = cluster.broker_dir(self.directory, broker_id) / "server.properties"
+        return load_properties(path.read_bytes(), source=str(path))
+
+    def _roll(
+        self,
+        step: str,
+        broker_id: int,
+        values: Mapping[str, str],
+        started: str,
+    ) -> None:
+        root = cluster.broker_dir(self.directory, broker_id)
+        logs = root / "logs"
+        if self.wait_isr:
+            wait_step(
+                f"{step}: ISR whole before broker {broker_id}",
+                self._isr_whole,
+                logs=[logs, self.logs],
+            )
+        self.say(f"{step}: broker {broker_id}")
+        cluster.stop_broker(self.directory, broker_id)
+        jvm_broker.write_server_properties(root / "server.properties", values)
+        offset = log_size(logs)
+        argv = jvm_broker.argv(
+            self.release,
+            java=cluster.java_executable(),
+            properties=root / "server.properties",
+            logs_dir=logs,
+            log4j=self.directory / cluster.LOG4J_FILE,
+        )
+        pid = process.spawn_detached(argv, log_path=logs / "kafkaServer.out")
+        (root / "broker.pid").write_text(f"{pid}\n")
+        wait_step(
+            f"{step}: broker {broker_id} started",
+            lambda: logged_since(logs, offset, started),
+            logs=[logs, self.logs],
+            pids={f"broker {broker_id}": pid},
+        )
+
+    # -- the steps --
+
+    def controller(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._write_controller(migrating=True)
+        self._format()
+        self._start_controller("controller")
+        self.say(f"controller {self.node.node_id}: started in migration mode")
+
+    def hybrid(self) -> None:
+        for broker in self.state.brokers:
+            current = self._broker_properties(broker.broker_id)
+            if current.get("zookeeper.metadata.migration.enable") == "true":
+                continue
+            self._roll(
+                "hybrid",
+                broker.broker_id,
+                hybrid_broker_properties(current, self.node, self.release.line),
+                # KafkaServer's own "started" line (ZooKeeper mode).
+                "started (kafka.server.KafkaServer)",
+            )
+        wait_step(
+            "hybrid: the metadata copied into KRaft, dual write",
+            lambda: self._migration_copied() and logged_since(self.logs, 0, "to DUAL_WRITE state"),
+            logs=[self.logs],
+        )
+        if self.wait_isr:
+            wait_step("hybrid: ISR whole", self._isr_whole, logs=[self.logs])
+        self.say("hybrid: ZooKeeper's metadata is in KRaft; the controller writes both")
+
+    def kraft(self) -> None:
+        for broker in self.state.brokers:
+            current = self._broker_properties(broker.broker_id)
+            if current.get("process.roles") == "broker":
+                continue
+            self._roll(
+                "kraft",
+                broker.broker_id,
+                kraft_broker_properties(current, self.node),
+                "Kafka Server started",
+            )
+        if self.wait_isr:
+            wait_step("kraft: ISR whole", self._isr_whole, logs=[self.logs])
+        self.say("kraft: every broker runs in KRaft mode")
+
+    def done(self) -> None:
+        self.stop_controller()
+        self._write_controller(migrating=False)
+        self._start_controller("done")
+        self.say("done: the controller runs without ZooKeeper")
+
+    def run(self, until: str = "done") -> None:
+        if until not in STAGES:
+            raise SandboxError(f"--until must be one of {', '.join(STAGES)}, not {until!r}")
+        steps = {
+            "controller": self.controller,
+            "hybrid": self.hybrid,
+            "kraft": self.kraft,
+            "done": self.done,
+        }
+        for stage in STAGES:
+            steps[stage]()
+            self.state = cluster.load_state(self.directory)
+            self.state.migration = stage
+            cluster.save_state(self.state)
+            if stage == until:
+                return
+
+
+def migrate(
+    directory: Path, *, until: str = "done", say: Say = lambda _m: None, wait_isr: bool = True
+) -> str:
+    """Run the migration on the sandbox in `directory` up to stage `until`; the stage reached."""
+    Migration(directory, say, wait_isr=wait_isr).run(until)
+    return until
