@@ -8,8 +8,8 @@ Three brokers, RF 3, min.insync.replicas 2, one log dir each, an acks=all produc
 (b) the preflight names the hazard, `fix --yes` repairs it, the preflight passes, and the
     migration completes with every acknowledged record read back in KRaft mode, no -stray
     directory, and every partition.metadata holding KRaft's id;
-(c) a topic that lost its id before any failover: the preflight names it, and after
-    `fix --yes` the migration completes;
+(c) a topic that lost its id with no failover since (beside (b)'s): the preflight names
+    it, and after `fix --yes` the migration completes;
 (d) while a migration is under way (hybrid), `fix --yes`, `apply` and `rollback` refuse and
     nothing changes.
 """
@@ -36,6 +36,9 @@ from tests.wait import wait_until
 pytestmark = pytest.mark.slow
 
 TOPIC = "orders"
+# (c): a second topic, grown by the pre-2.8 client after the failover: no id, and no
+# failover since to mint one.
+LOST = "payments"
 PARTITIONS = 6  # after the pre-2.8 client's alter
 STRAY = "-stray"
 # The release of each line the sandbox migrates: the last ZooKeeper-mode release, and the
@@ -75,21 +78,21 @@ class Lab:
         document: dict[str, Any] = json.loads(fixed.stdout)
         return document
 
-    def topic_dirs(self) -> dict[int, list[Path]]:
-        """Each broker's directories of TOPIC, live and set aside."""
+    def topic_dirs(self, topic: str = TOPIC) -> dict[int, list[Path]]:
+        """Each broker's directories of `topic`, live and set aside."""
         return {
             b.broker_id: sorted(
                 p
                 for log_dir in b.log_dirs
                 for p in Path(log_dir).iterdir()
-                if p.name.startswith(f"{TOPIC}-")
+                if p.name.startswith(f"{topic}-")
             )
             for b in self.state.brokers
         }
 
-    def file_ids(self, *, stray: bool) -> dict[str, str]:
+    def file_ids(self, *, stray: bool, topic: str = TOPIC) -> dict[str, str]:
         ids = {}
-        for dirs in self.topic_dirs().values():
+        for dirs in self.topic_dirs(topic).values():
             for path in dirs:
                 if path.name.endswith(STRAY) != stray:
                     continue
@@ -97,9 +100,9 @@ class Lab:
                 ids[str(path)] = str(parse_partition_metadata(data, source=str(path)).topic_id)
         return ids
 
-    def migrated_id(self) -> str:
-        """The topic's id as ZooKeeper held it when the migration copied it (KRaft's id)."""
-        assignment, _ = admin.read_topic(self.zk, TOPIC)  # type: ignore[arg-type]
+    def migrated_id(self, topic: str = TOPIC) -> str:
+        """The topic's id as ZooKeeper holds it, which the migration copies (KRaft's id)."""
+        assignment, _ = admin.read_topic(self.zk, topic)  # type: ignore[arg-type]
         return str(assignment.topic_id)
 
 
@@ -171,12 +174,21 @@ def test_an_armed_cluster_migrated_without_the_fix_loses_every_record(lab: Lab) 
 
 @pytest.mark.parametrize("lab", [LAST, EARLIER], indirect=True)
 def test_the_preflight_then_the_fix_then_a_migration_that_keeps_every_record(lab: Lab) -> None:
-    """(b), and on the last release (d): a migration under way refuses every change."""
+    """(b) and (c), and on the last release (d): a migration under way refuses every change."""
     arm(lab)
+    lost_id = Incident(lab.directory, topic=LOST)
+    try:
+        lost_id.create_topic()
+        lost_id.produce()
+        lost_id.add_partitions_legacy()
+    finally:
+        lost_id.close()
     with producing(lab) as producer:
         acked_some(producer, 50)
         code, found = lab.preflight()
-        assert code == 2 and {h["kind"] for h in found["hazards"]} == {"STRAY_REPLICAS"}
+        assert code == 2
+        kinds = {(h["kind"], h.get("topic")) for h in found["hazards"]}
+        assert kinds == {("STRAY_REPLICAS", TOPIC), ("TOPIC_WITHOUT_ID", LOST)}, found
         plan_path = Path(lab.directory) / "plan.json"
         planned = run_cli("plan", "-c", lab.config, "--json", "-o", str(plan_path))
         assert planned.returncode in (0, 6), planned.stderr[-2000:]
@@ -184,7 +196,7 @@ def test_the_preflight_then_the_fix_then_a_migration_that_keeps_every_record(lab
         assert fixed["check"]["status"] == "OK"
         code, found = lab.preflight()
         assert (code, found["safe"], found["hazards"]) == (0, True, []), found
-        kraft_id = lab.migrated_id()
+        kraft_ids = {topic: lab.migrated_id(topic) for topic in (TOPIC, LOST)}
 
         lab.migrate("--until", "hybrid")
         zk_data, _ = lab.zk.get(MIGRATION)
@@ -194,10 +206,11 @@ def test_the_preflight_then_the_fix_then_a_migration_that_keeps_every_record(lab
         lab.migrate()
         acked_some(producer, len(producer.acked))
     assert lost_records(lab.state, lab.zk, TOPIC, everything_acked(lab, producer)) == []
-    assert all(not p.name.endswith(STRAY) for dirs in lab.topic_dirs().values() for p in dirs), (
-        lab.topic_dirs()
-    )
-    assert set(lab.file_ids(stray=False).values()) == {kraft_id}
+    assert lost_records(lab.state, lab.zk, LOST, lost_id.acked) == []
+    for topic, kraft_id in kraft_ids.items():
+        dirs = lab.topic_dirs(topic)
+        assert all(not p.name.endswith(STRAY) for d in dirs.values() for p in d), dirs
+        assert set(lab.file_ids(stray=False, topic=topic).values()) == {kraft_id}
 
 
 def under_way(lab: Lab, plan_path: Path, run_id: str) -> None:
@@ -219,24 +232,3 @@ def under_way(lab: Lab, plan_path: Path, run_id: str) -> None:
     assert lab.file_ids(stray=False) == files
     after = lab.zk.get(f"/brokers/topics/{TOPIC}")
     assert (after[0], after[1].version) == (topic_znode[0], topic_znode[1].version)
-
-
-@pytest.mark.parametrize("lab", [LAST], indirect=True)
-def test_a_topic_that_lost_its_id_before_any_failover_is_fixed_then_migrated(lab: Lab) -> None:
-    """(c): the migration would stop on the topic; once its id is restored, it completes."""
-    lab.incident.add_partitions_legacy()
-    lab.incident.produce_and_consume_all()
-    code, found = lab.preflight()
-    assert code == 2
-    assert [(h["kind"], h.get("topic")) for h in found["hazards"]] == [("TOPIC_WITHOUT_ID", TOPIC)]
-    with producing(lab) as producer:
-        acked_some(producer, 50)
-        fixed = lab.fix()
-        assert [s["kind"] for s in fixed["plan"]["steps"]] == ["restore"]
-        code, found = lab.preflight()
-        assert code == 0, found
-        kraft_id = lab.migrated_id()
-        lab.migrate()
-        acked_some(producer, len(producer.acked))
-    assert lost_records(lab.state, lab.zk, TOPIC, everything_acked(lab, producer)) == []
-    assert set(lab.file_ids(stray=False).values()) == {kraft_id}
