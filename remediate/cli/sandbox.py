@@ -79,8 +79,8 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
     default=jvm_broker.EMULATED,
     show_default=True,
     help="The brokers: the emulator, or a real Apache Kafka release from Maven Central's jars"
-    " (`remediate sandbox fetch-kafka VERSION` fetches them; make setup fetches 2.8.2, 3.4.1"
-    " and 3.9.2).",
+    " (`remediate sandbox fetch-kafka VERSION` fetches them; make setup fetches 2.8.2, 3.4.1,"
+    " 3.6.2 and 3.9.2).",
 )
 @click.option(
     "--kafka-version",
@@ -160,8 +160,8 @@ def up(
 @json_option
 def fetch_kafka(versions: tuple[str, ...], every: bool, as_json: bool) -> None:
     """Fetch real Kafka's jars from Maven Central once: the brokers of VERSION... (by default
-    the releases make test runs: 2.8.2, 3.4.1 and 3.9.2) and Kafka 1.0.2's tools. Nothing is fetched
-    while the cache holds them complete."""
+    the releases make test runs: 2.8.2, 3.4.1, 3.6.2 and 3.9.2) and Kafka 1.0.2's tools.
+    Nothing is fetched while the cache holds them complete."""
     if every and versions:
         raise click.UsageError("give VERSION... or --all, not both")
     try:

@@ -109,8 +109,10 @@ RELEASES: tuple[KafkaRelease, ...] = (
 )
 VERSIONS = tuple(r.version for r in RELEASES)
 # The releases `make test` runs (and `make setup` fetches): the first line's last release,
-# the release the tool was first proven on, and the last ZooKeeper-mode release.
-TESTED = ("2.8.2", "3.4.1", "3.9.2")
+# the release the tool was first proven on, the first release whose migration to KRaft sets
+# mismatched replicas aside (the KRaft acceptance's earlier release), and the last
+# ZooKeeper-mode release.
+TESTED = ("2.8.2", "3.4.1", "3.6.2", "3.9.2")
 
 LEGACY_CLIENT = Classpath(
     "legacy-client-1.0.2",

@@ -86,6 +86,7 @@ def test_the_default_fetch_is_what_make_test_runs_and_the_old_client() -> None:
     assert [c.name for c in kafka_jars.default_classpaths()] == [
         "broker-2.8.2",
         "broker-3.4.1",
+        "broker-3.6.2",
         "broker-3.9.2",
         "legacy-client-1.0.2",
     ]
