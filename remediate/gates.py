@@ -54,7 +54,7 @@ def describe_migration(
 
 # What an operator can do instead, once a migration has begun.
 MIGRATION_ADVICE = (
-    "a repair now could lose data (docs/preflight.md, \"Before a KRaft migration\"): until the"
+    'a repair now could lose data (docs/preflight.md, "Before a KRaft migration"): until the'
     " brokers run in KRaft mode, Kafka's migration guide describes how to revert to ZooKeeper"
     " mode; then check, fix and check again"
 )
