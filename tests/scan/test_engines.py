@@ -157,7 +157,7 @@ def snapshots(draw: st.DrawFn) -> SnapshotBuilder:
 
 
 @settings(
-    max_examples=25,
+    max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
