@@ -27,20 +27,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from remediate.collect.cluster_state import read_cluster_state
 from remediate.errors import SandboxError
 from remediate.formats.properties import load_properties
-from remediate.formats.znodes import (
-    BROKER_TOPICS,
-    CLUSTER_ID,
-    MIGRATION,
-    decode_cluster_id,
-    decode_migration,
-    decode_partition_state,
-    decode_topic,
-    partition_state_path,
-    topic_path,
-)
+from remediate.formats.znodes import CLUSTER_ID, MIGRATION, decode_cluster_id, decode_migration
 from remediate.sandbox import cluster, jvm_broker, kafka_jars, process, releases, zkserver
+from remediate.state import ClusterState, TopicPartition
+from remediate.zookeeper import KazooZooKeeper
 
 CONTROLLER_ID = 3000
 CONTROLLER_HOST = "127.0.0.9"  # brokers are 127.0.0.(10+N)
@@ -173,6 +166,20 @@ def wait_step(
         time.sleep(0.2)
 
 
+def isr_whole(state: ClusterState) -> bool:
+    """Every partition has a state, a leader, and its whole replica set in its ISR
+    (ZooKeeper's view, which the KRaft controller keeps up to date in dual write)."""
+    assigned = {
+        TopicPartition(name, number)
+        for name, topic in state.topics.items()
+        for number in topic.assignment.partitions
+    }
+    return set(state.partitions) == assigned and all(
+        p.leader >= 0 and set(p.isr) == set(state.replicas(*tp))
+        for tp, p in state.partitions.items()
+    )
+
+
 class Migration:
     """One sandbox's migration, step by step (`run(until)`)."""
 
@@ -195,6 +202,8 @@ class Migration:
             )
         self.release: releases.KafkaRelease = real
         self.node = self._node()
+        # One session for every read of the run (closed when `run` ends).
+        self.zk = KazooZooKeeper(cluster.zk_client(self.state))
 
     def _node(self) -> ControllerNode:
         saved = self.state.controllers
@@ -249,13 +258,10 @@ class Migration:
     def _format(self) -> None:
         if (self.root / "data" / "meta.properties").exists():
             return
-        zk = cluster.zk_client(self.state)
-        try:
-            data, _ = zk.get(CLUSTER_ID)
-        finally:
-            zk.stop()
-            zk.close()
-        cluster_id = decode_cluster_id(data)
+        read = self.zk.get_many([CLUSTER_ID]).get(CLUSTER_ID)
+        if read is None:
+            raise SandboxError(f"migration step 'controller': ZooKeeper has no {CLUSTER_ID}")
+        cluster_id = decode_cluster_id(read[0])
         formatted = subprocess.run(
             self._java(STORAGE_TOOL, "format", "-t", cluster_id, "-c", str(self.properties_path)),
             capture_output=True,
@@ -292,33 +298,11 @@ class Migration:
     # -- reads of ZooKeeper --
 
     def _migration_copied(self) -> bool:
-        zk = cluster.zk_client(self.state)
-        try:
-            if not zk.exists(MIGRATION):
-                return False
-            return decode_migration(zk.get(MIGRATION)[0]).metadata_migrated
-        finally:
-            zk.stop()
-            zk.close()
+        read = self.zk.get_many([MIGRATION]).get(MIGRATION)
+        return read is not None and decode_migration(read[0]).metadata_migrated
 
     def _isr_whole(self) -> bool:
-        """Every partition's ISR is its whole replica set (ZooKeeper's view, which the KRaft
-        controller keeps up to date in dual write)."""
-        zk = cluster.zk_client(self.state)
-        try:
-            for topic in zk.get_children(BROKER_TOPICS):
-                assignment = decode_topic(zk.get(topic_path(topic))[0], source=topic_path(topic))
-                for number, replicas in assignment.partitions.items():
-                    path = partition_state_path(topic, number)
-                    if not zk.exists(path):
-                        return False
-                    state = decode_partition_state(zk.get(path)[0], source=path)
-                    if set(state.isr) != set(replicas) or state.leader < 0:
-                        return False
-            return True
-        finally:
-            zk.stop()
-            zk.close()
+        return isr_whole(read_cluster_state(self.zk))
 
     # -- the brokers --
 
@@ -370,18 +354,27 @@ class Migration:
         self._start_controller("controller")
         self.say(f"controller {self.node.node_id}: started in migration mode")
 
-    def hybrid(self) -> None:
+    def _roll_all(
+        self,
+        step: str,
+        rolled: Callable[[Mapping[str, str]], bool],
+        settings: Callable[[Mapping[str, str]], dict[str, str]],
+        started: str,
+    ) -> None:
+        """Roll each broker not yet `rolled` into `settings` of its current ones, in turn."""
         for broker in self.state.brokers:
             current = self._broker_properties(broker.broker_id)
-            if current.get("zookeeper.metadata.migration.enable") == "true":
-                continue
-            self._roll(
-                "hybrid",
-                broker.broker_id,
-                hybrid_broker_properties(current, self.node, self.release.line),
-                # KafkaServer's own "started" line (ZooKeeper mode).
-                "started (kafka.server.KafkaServer)",
-            )
+            if not rolled(current):
+                self._roll(step, broker.broker_id, settings(current), started)
+
+    def hybrid(self) -> None:
+        self._roll_all(
+            "hybrid",
+            lambda current: current.get("zookeeper.metadata.migration.enable") == "true",
+            lambda current: hybrid_broker_properties(current, self.node, self.release.line),
+            # KafkaServer's own "started" line (ZooKeeper mode).
+            "started (kafka.server.KafkaServer)",
+        )
         wait_step(
             "hybrid: the metadata copied into KRaft, dual write",
             lambda: self._migration_copied() and logged_since(self.logs, 0, "to DUAL_WRITE state"),
@@ -392,16 +385,12 @@ class Migration:
         self.say("hybrid: ZooKeeper's metadata is in KRaft; the controller writes both")
 
     def kraft(self) -> None:
-        for broker in self.state.brokers:
-            current = self._broker_properties(broker.broker_id)
-            if current.get("process.roles") == "broker":
-                continue
-            self._roll(
-                "kraft",
-                broker.broker_id,
-                kraft_broker_properties(current, self.node),
-                "Kafka Server started",
-            )
+        self._roll_all(
+            "kraft",
+            lambda current: current.get("process.roles") == "broker",
+            lambda current: kraft_broker_properties(current, self.node),
+            "Kafka Server started",
+        )
         if self.wait_isr:
             wait_step("kraft: ISR whole", self._isr_whole, logs=[self.logs])
         self.say("kraft: every broker runs in KRaft mode")
@@ -421,13 +410,16 @@ class Migration:
             "kraft": self.kraft,
             "done": self.done,
         }
-        for stage in STAGES:
-            steps[stage]()
-            self.state = cluster.load_state(self.directory)
-            self.state.migration = stage
-            cluster.save_state(self.state)
-            if stage == until:
-                return
+        try:
+            for stage in STAGES:
+                steps[stage]()
+                self.state = cluster.load_state(self.directory)
+                self.state.migration = stage
+                cluster.save_state(self.state)
+                if stage == until:
+                    return
+        finally:
+            self.zk.close()
 
 
 def migrate(

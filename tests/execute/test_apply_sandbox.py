@@ -211,6 +211,21 @@ def topic_files(state: cluster.SandboxState) -> dict[str, str]:
     return {path: digest for path, digest in disk(state).items() if f"/{PAYMENTS}-" in path}
 
 
+def planned_mismatch(
+    directory: Path, incident: Incident, tmp_path: Path
+) -> tuple[Path, Path, dict[str, Any]]:
+    """cluster.yaml, and the plan file and plan made on the planted mismatch (planted here when
+    the test runs on its own: make fault-table)."""
+    config = directory / "cluster.yaml"
+    if not incident.zk.exists(f"/brokers/topics/{PAYMENTS}"):
+        plant_mismatch(directory, incident.state, incident.zk, 3)
+    plan_path = tmp_path / "plan.json"
+    planned = run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
+    plan: dict[str, Any] = json.loads(plan_path.read_text())
+    assert planned.returncode == 0 and plan["steps"], planned.stderr[-2000:]
+    return config, plan_path, plan
+
+
 def plant_mismatch(directory: Path, state: cluster.SandboxState, zk: object, broker: int) -> str:
     """Broker `broker`'s replicas of PAYMENTS get a foreign id while it is down (a log dir
     restored from elsewhere); once started it refuses them and leaves their ISRs."""
@@ -351,13 +366,7 @@ def test_apply_refuses_after_drift_and_changes_nothing(
 ) -> None:
     directory, incident = planted
     state, zk = incident.state, incident.zk
-    config = directory / "cluster.yaml"
-    if not zk.exists(f"/brokers/topics/{PAYMENTS}"):  # run on its own (make fault-table)
-        plant_mismatch(directory, state, zk, 3)
-    plan_path = tmp_path / "plan.json"
-    planned = run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
-    plan = json.loads(plan_path.read_text())
-    assert planned.returncode == 0 and plan["steps"], planned.stderr[-2000:]
+    config, plan_path, plan = planned_mismatch(directory, incident, tmp_path)
     admin.failover_controller(zk)  # type: ignore[arg-type]
     zk_before, disk_before = zookeeper_tree(zk), topic_files(state)
     refused = run_cli(
@@ -385,13 +394,7 @@ def test_every_change_is_refused_once_a_migration_to_kraft_has_begun(
 ) -> None:
     directory, incident = planted
     state, zk = incident.state, incident.zk
-    config = directory / "cluster.yaml"
-    if not zk.exists(f"/brokers/topics/{PAYMENTS}"):  # run on its own (make fault-table)
-        plant_mismatch(directory, state, zk, 3)
-    plan_path = tmp_path / "plan.json"
-    planned = run_cli("plan", "-c", str(config), "--json", "-o", str(plan_path))
-    plan = json.loads(plan_path.read_text())
-    assert planned.returncode == 0 and plan["steps"], planned.stderr[-2000:]
+    config, plan_path, plan = planned_mismatch(directory, incident, tmp_path)
     # What a 3.9 KRaft controller in migration mode writes when it claims the migration.
     zk.create(MIGRATION, encode_migration(MigrationState(3000, 1, -1, -1)))
     try:

@@ -3,6 +3,7 @@ Kafka's migration guide gives them, on plain data."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,12 @@ from remediate.sandbox.migration import (
     ControllerNode,
     controller_properties,
     hybrid_broker_properties,
+    isr_whole,
     kraft_broker_properties,
     migrate,
 )
+from remediate.state import TopicPartition
+from tests.plan import model
 
 NODE = ControllerNode(3000, "127.0.0.9", 19093)
 BROKER = {
@@ -89,3 +93,19 @@ def test_a_sandbox_that_cannot_migrate_is_refused_before_anything_starts(
     with pytest.raises(SandboxError, match=message):
         migrate(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sandbox.json"]
+
+
+def test_the_isr_is_whole_only_with_every_state_a_leader_and_every_replica_in_sync() -> None:
+    state = model.cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3], 1: [2, 3, 1]}})
+    assert isr_whole(state)
+    shrunk = model.cluster(
+        brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3], 1: [2, 3, 1]}}, isr={("t", 1): [2, 3]}
+    )
+    assert not isr_whole(shrunk)
+    missing = dict(state.partitions)
+    missing.pop(TopicPartition("t", 1))
+    assert not isr_whole(replace(state, partitions=missing))
+    leaderless = model.cluster(
+        brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, leaders={("t", 0): -1}
+    )
+    assert not isr_whole(leaderless)
