@@ -48,7 +48,7 @@ spark-archive: venv
 	@$(BIN)/remediate prepare-spark
 
 # Real Apache Kafka 2.8.2, 3.4.1, 3.6.2 and 3.9.2 (the releases make test runs) and Kafka 1.0.2's
-# tools, from Maven Central (remediate/sandbox/releases.py), into lab/kafka/jars/: fetched
+# tools, from Maven Central (remediate/sandbox/real/releases.py), into lab/kafka/jars/: fetched
 # once, a no-op while the cache is complete.
 kafka-jars: venv
 	@$(BIN)/remediate sandbox fetch-kafka

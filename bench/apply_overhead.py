@@ -44,7 +44,8 @@ import yaml
 
 from remediate.config import load_cluster_config
 from remediate.execute.journal import Journal, JournalEvent
-from remediate.sandbox import admin, client, cluster
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.emulated import client
 
 TOPIC = "bench"
 

@@ -43,11 +43,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -60,8 +58,9 @@ from remediate.execute.steps import StepKey
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.playbook import Action
 from remediate.report.availability import BEFORE, predicted_phases
-from remediate.sandbox import admin, clients, cluster
+from remediate.sandbox import admin, cluster
 from remediate.sandbox.reproduce import Incident
+from remediate.sandbox.traffic import Prober
 
 TOPIC = "orders"
 CANDIDATES = ("keep-zk-id", "restore-id", "move-keep-zk-id", "move-restore-id")
@@ -89,78 +88,6 @@ def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         check=False,
         timeout=timeout,
     )
-
-
-@dataclass
-class Prober:
-    """acks=all writes to every partition of `topic`, one thread per partition."""
-
-    state: cluster.SandboxState
-    zk: Any
-    partitions: Sequence[int]
-    attempts: dict[int, list[tuple[float, bool]]] = field(default_factory=dict)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list[threading.Thread] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __enter__(self) -> Prober:
-        for partition in self.partitions:
-            thread = threading.Thread(target=self._run, args=(partition,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=30)
-
-    def _run(self, partition: int) -> None:
-        producer = clients.for_sandbox(self.state, self.zk).producer(timeout_ms=1000)
-        number = 0
-        try:
-            while not self._stop.is_set():
-                started = time.time()
-                offset, error = producer.send(TOPIC, partition, [(f"probe-{number}", "x")])
-                number += 1
-                with self._lock:
-                    self.attempts.setdefault(partition, []).append(
-                        (started, error is None and offset is not None)
-                    )
-                self._stop.wait(0.05)
-        finally:
-            producer.close()
-
-    def unavailable(self, start: float, end: float) -> dict[int, float]:
-        """Per partition, its unavailable seconds within [start, end]."""
-        with self._lock:
-            attempts = {p: list(a) for p, a in self.attempts.items()}
-        found = {}
-        for partition, tries in attempts.items():
-            total, down_since = 0.0, None
-            for at, ok in [*tries, (end, True)]:
-                if not ok and down_since is None:
-                    down_since = at
-                elif ok and down_since is not None:
-                    total += max(0.0, min(at, end) - max(down_since, start))
-                    down_since = None
-            found[partition] = total
-        return found
-
-    def all_writable_since(self, moment: float) -> bool:
-        with self._lock:
-            return all(
-                any(at >= moment and ok for at, ok in self.attempts.get(p, []))
-                and self.attempts[p][-1][1]
-                for p in self.partitions
-            )
-
-    def wait_all_writable(self, after: float) -> float:
-        """When every partition took a write after `after` (or the limit)."""
-        limit = time.time() + CONVERGE_LIMIT_S
-        while time.time() < limit and not self.all_writable_since(after):
-            time.sleep(0.1)
-        return time.time()
 
 
 @contextmanager
@@ -251,7 +178,7 @@ def by_the_tool(
     plan = json.loads(plan_path.read_text())
     (chosen,) = [c["name"] for c in plan["candidates"] if c["chosen"]] or [candidate]
     partitions = sorted(admin.read_topic(zk, TOPIC)[0].partitions)
-    with Prober(state, zk, partitions) as prober:
+    with Prober(state, zk, TOPIC, partitions) as prober:
         applied = cli(
             "apply",
             "-c",
@@ -269,7 +196,7 @@ def by_the_tool(
         records = Journal.open(Path(settings["journal_dir"]), run_id).records()
         at = times(records)
         start, ended = at[0], at[-1]
-        end = max(ended, prober.wait_all_writable(ended))
+        end = max(ended, prober.wait_all_writable(ended, limit_s=CONVERGE_LIMIT_S))
         harm = prober.unavailable(start, end)
     predicted = predicted_seconds(plan, records)
     return {
@@ -297,7 +224,7 @@ def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, 
     partitions = sorted(admin.read_topic(zk, TOPIC)[0].partitions)
     backup = directory / "manual-backup"
     backup.mkdir()
-    with Prober(state, zk, partitions) as prober:
+    with Prober(state, zk, TOPIC, partitions) as prober:
         start = time.time()
         for broker in order:
             entry = config.broker(broker)
@@ -316,7 +243,7 @@ def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, 
             cluster.wait_registered(state, [broker], timeout=cluster.REAL_START_TIMEOUT_S)
             time.sleep(MANUAL_SETTLE_S)
         ended = time.time()
-        end = max(ended, prober.wait_all_writable(ended))
+        end = max(ended, prober.wait_all_writable(ended, limit_s=CONVERGE_LIMIT_S))
         harm = prober.unavailable(start, end)
     return {
         "harm_ps": round(sum(harm.values()), 2),

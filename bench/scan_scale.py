@@ -115,7 +115,7 @@ from remediate.formats.znodes import (
     topic_path,
 )
 from remediate.ports import CommandKind
-from remediate.sandbox import process, zkserver
+from remediate.sandbox.plumbing import process, zkserver
 from remediate.zookeeper import connect
 
 HOST = "127.0.0.1"

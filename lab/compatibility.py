@@ -4,7 +4,7 @@ observed rather than assumed, written into docs/compatibility.md.
     .venv/bin/python lab/compatibility.py [--releases 3.0.2 3.9.2] [--log-dirs 1 2]
                                             [--out docs/compatibility.md] [--results FILE]
 
-For each release (remediate/sandbox/releases.py) and each log-dir count, on a real-Kafka
+For each release (remediate/sandbox/real/releases.py) and each log-dir count, on a real-Kafka
 sandbox of its own (3 brokers, RF 3, Kafka's defaults):
 
 1. the incident, by `sandbox reproduce`'s steps 1 to 6 (topic created and grown by Kafka
@@ -42,19 +42,17 @@ from typing import Any
 
 from remediate.errors import RemediationError
 from remediate.kafka_admin import KafkaPythonAdmin
-from remediate.sandbox import client, cluster, kafka_jars, releases
+from remediate.sandbox import cluster
+from remediate.sandbox.real import kafka_jars, releases
+from remediate.sandbox.records import Acked
 from remediate.sandbox.reproduce import Incident
-
-# The acceptance's producer and the harm bench's prober, from the checkout this runs in.
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-from repair_harm import Prober  # noqa: E402
-
-from tests.acceptance.repair_lab import RetryingProducer  # noqa: E402
+from remediate.sandbox.traffic import Prober, RetryingProducer
 
 TOPIC = "orders"
 CONSOLE_CONSUMER = "kafka.tools.ConsoleConsumer"
 FOLLOWER_WAIT_S = 5.0
+# How long after the repair every partition may take to be writable again (as the harm bench).
+CONVERGE_LIMIT_S = 120.0
 
 
 def say(message: str) -> None:
@@ -295,11 +293,11 @@ def _incident_and_repair(
         plan_path = directory / "matrix-plan.json"
         code, plan, err = run_json("plan", "-c", config, "-o", str(plan_path))
         facts["plan"] = _plan_facts(code, plan, err)
-        with Prober(state, incident.zk, partitions) as prober:
+        with Prober(state, incident.zk, TOPIC, partitions) as prober:
             start = time.time()
             code, fixed, err = run_json("fix", "-c", config, "--yes", "--accept-unavailable")
             end = time.time()
-            writable = prober.wait_all_writable(end)
+            writable = prober.wait_all_writable(end, limit_s=CONVERGE_LIMIT_S)
             harm = prober.unavailable(start, writable)
         facts["fix"] = {
             "exit": code,
@@ -342,7 +340,7 @@ def _plan_facts(code: int, plan: Any, err: str) -> dict[str, Any]:
     }
 
 
-def _lost(incident: Incident, acked: Iterable[client.Acked]) -> list[client.Acked]:
+def _lost(incident: Incident, acked: Iterable[Acked]) -> list[Acked]:
     records, errors = incident.kafka.consume(TOPIC, timeout=30)
     consumed = {(r.partition, r.offset, r.key) for r in records}
     missing = [a for a in acked if (a.partition, a.offset, a.key) not in consumed]

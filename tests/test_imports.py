@@ -106,3 +106,33 @@ def test_the_layers() -> None:
         if any(target == f or target.startswith(f"{f}.") for f in forbidden)
     ]
     assert wrong == []
+
+
+# The sandbox's rooms (remediate/sandbox/__init__.py): each imports the plumbing and the
+# client's records, never another room; the migration runs real Kafka.
+SANDBOX = "remediate.sandbox"
+ROOMS = {
+    f"{SANDBOX}.plumbing": (),
+    f"{SANDBOX}.emulated": (f"{SANDBOX}.plumbing", f"{SANDBOX}.records"),
+    f"{SANDBOX}.real": (f"{SANDBOX}.plumbing", f"{SANDBOX}.records"),
+    f"{SANDBOX}.migration": (f"{SANDBOX}.plumbing", f"{SANDBOX}.real", f"{SANDBOX}.cluster"),
+}
+
+
+def test_the_sandbox_rooms() -> None:
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in edges().items()
+        for room, allowed in ROOMS.items()
+        if name == room or name.startswith(f"{room}.")
+        for target in targets
+        if target.startswith(f"{SANDBOX}.")
+        and not (target == room or target.startswith(f"{room}."))
+        and not any(target == a or target.startswith(f"{a}.") for a in allowed)
+    ]
+    assert wrong == []
+    # Every room is a package of its own, and every module of the sandbox lives in one of
+    # them or at the sandbox's top.
+    assert {name for name in MODULES if name.count(".") == 2 and name.startswith(SANDBOX)} >= set(
+        ROOMS
+    )

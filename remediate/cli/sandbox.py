@@ -13,16 +13,9 @@ from rich.table import Table
 
 from remediate.cli.common import console
 from remediate.errors import SandboxError
-from remediate.sandbox import (
-    admin,
-    clients,
-    cluster,
-    jvm_broker,
-    kafka_jars,
-    legacy_admin,
-    migration,
-    releases,
-)
+from remediate.sandbox import admin, clients, cluster, legacy_admin
+from remediate.sandbox.migration import run as migration
+from remediate.sandbox.real import jvm_broker, kafka_jars, releases
 from remediate.sandbox.reproduce import IncidentStep, reproduce
 
 DEFAULT_DIR = ".sandbox"

@@ -42,7 +42,7 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
-from remediate.sandbox import wire
+from remediate.sandbox.emulated import wire
 
 
 def _replica_index(first: int, shift: int, replica: int, count: int) -> int:

@@ -9,7 +9,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from kazoo.client import KazooClient
 
 from remediate.kafka_admin import BrokerLogDirs, DescribedSetting, Partition, Replica
-from remediate.sandbox import admin, wire
+from remediate.sandbox import admin
+from remediate.sandbox.emulated import wire
 from remediate.zookeeper import ZkSettings, connect
 
 

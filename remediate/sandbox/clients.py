@@ -1,8 +1,8 @@
 """The sandbox's producer and consumer, whichever brokers it runs.
 
-Emulated brokers speak the sandbox's own protocol (client.py); real ones are reached with
-confluent-kafka (kafka_client.py). `for_sandbox` gives the one that fits, behind one shape,
-so reproduce, the CLI and the tests never ask which.
+Emulated brokers speak the sandbox's own protocol (emulated/client.py); real ones are reached
+with confluent-kafka (real/kafka_client.py). `for_sandbox` gives the one that fits, behind one
+shape (records.py), so reproduce, the CLI and the tests never ask which.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Protocol, TextIO
 
 from kazoo.client import KazooClient
 
-from remediate.sandbox import client
-from remediate.sandbox.client import ConsumedRecord, ProduceReport
 from remediate.sandbox.cluster import SandboxState
+from remediate.sandbox.emulated import client
+from remediate.sandbox.records import ConsumedRecord, ProduceReport
 
 
 class RecordSender(Protocol):
@@ -104,7 +104,7 @@ class RealClient:
         timeout_ms: int = 5000,
         acked_log: TextIO | None = None,
     ) -> ProduceReport:
-        from remediate.sandbox import kafka_client  # noqa: PLC0415 (librdkafka only when used)
+        from remediate.sandbox.real import kafka_client  # noqa: PLC0415 (librdkafka only when used)
 
         return kafka_client.produce(
             self.bootstrap,
@@ -121,12 +121,12 @@ class RealClient:
     def consume(
         self, topic: str, *, timeout: float = 10.0
     ) -> tuple[list[ConsumedRecord], dict[int, str]]:
-        from remediate.sandbox import kafka_client  # noqa: PLC0415
+        from remediate.sandbox.real import kafka_client  # noqa: PLC0415
 
         return kafka_client.consume(self.bootstrap, topic, timeout=timeout)
 
     def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender:
-        from remediate.sandbox import kafka_client  # noqa: PLC0415
+        from remediate.sandbox.real import kafka_client  # noqa: PLC0415
 
         return kafka_client.RealProducer(self.bootstrap, acks=acks, timeout_ms=timeout_ms)
 

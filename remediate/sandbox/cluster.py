@@ -10,12 +10,12 @@ Layout of a sandbox directory D:
     D/broker-<id>/logs/                 server.log, state-change.log, kafkaServer.out
     D/broker-<id>/broker.pid
     D/kafka-log4j.properties            real Kafka's logging (with --kafka real-*)
-    D/controller-<id>/                  a KRaft controller (`sandbox migrate`: migration.py)
+    D/controller-<id>/                  a KRaft controller (`sandbox migrate`: migration/)
     D/ssh/                              keys, known_hosts and sshd configs (with --ssh)
 
-A broker is either the emulator (`remediate.sandbox.broker`, `--kafka emulated`) or real
-Apache Kafka from Maven Central's jars (`--kafka real-<version>`, releases.py and
-jvm_broker.py); both are started, stopped and found by pid the same way.
+A broker is either the emulator (`remediate.sandbox.emulated.broker`, `--kafka emulated`) or
+real Apache Kafka from Maven Central's jars (`--kafka real-<version>`, real/releases.py and
+real/jvm_broker.py); both are started, stopped and found by pid the same way.
 """
 
 from __future__ import annotations
@@ -34,15 +34,16 @@ from kazoo.client import KazooClient
 
 from remediate.errors import SandboxError
 from remediate.formats.znodes import BROKER_IDS, CONTROLLER, decode_controller
-from remediate.sandbox import jvm_broker, kafka_jars, process, releases, sshd, zkserver
-from remediate.sandbox.config import (
+from remediate.sandbox.emulated.config import (
     KAFKA_VERSIONS,
     BrokerSettings,
     read_server_properties,
     write_server_properties,
 )
+from remediate.sandbox.plumbing import process, sshd, zkserver
+from remediate.sandbox.real import jvm_broker, kafka_jars, releases
 
-BROKER_MARKER = "remediate.sandbox.broker"
+BROKER_MARKER = "remediate.sandbox.emulated.broker"
 ZOOKEEPER_MARKER = "QuorumPeerMain"
 STATE_FILE = "sandbox.json"
 LOG4J_FILE = "kafka-log4j.properties"
@@ -74,7 +75,7 @@ class SandboxState:
     # "emulated", or a real Kafka release (jvm_broker.REAL_KAFKA)
     kafka: str = jvm_broker.EMULATED
     # KRaft controllers started by `sandbox migrate` (node_id, host, port each), and the
-    # migration's last stage reached (remediate/sandbox/migration.py), None before any.
+    # migration's last stage reached (remediate/sandbox/migration/), None before any.
     controllers: list[dict[str, Any]] = field(default_factory=list)
     migration: str | None = None
 
@@ -327,7 +328,7 @@ def up(
     """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up.
 
     `kafka` picks the brokers: the emulator of Kafka `kafka_version`, or a real Kafka release
-    (`real-<version>`, remediate/sandbox/releases.py). `properties` are broker settings
+    (`real-<version>`, remediate/sandbox/real/releases.py). `properties` are broker settings
     written into every broker's server.properties (Kafka's keys; the emulator reads the ones
     it models)."""
     directory = directory.resolve()

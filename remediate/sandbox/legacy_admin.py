@@ -19,8 +19,9 @@ from kazoo.client import KazooClient
 from remediate.errors import SandboxError
 from remediate.formats.logdir import validate_topic_name
 from remediate.formats.znodes import TopicAssignment
-from remediate.sandbox import admin, kafka_jars
+from remediate.sandbox import admin
 from remediate.sandbox.cluster import SandboxState, java_executable
+from remediate.sandbox.real import kafka_jars
 
 TOPIC_COMMAND = "kafka.admin.TopicCommand"
 LOG4J = """\

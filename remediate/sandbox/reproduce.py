@@ -41,7 +41,7 @@ from remediate.formats.znodes import (
     decode_partition_state,
     partition_state_path,
 )
-from remediate.sandbox import admin, client, clients, legacy_admin
+from remediate.sandbox import admin, clients, legacy_admin
 from remediate.sandbox.cluster import (
     SandboxState,
     broker_dir,
@@ -50,6 +50,7 @@ from remediate.sandbox.cluster import (
     stop_broker,
     zk_client,
 )
+from remediate.sandbox.records import Acked
 
 MISMATCH_MARKERS = (
     "does not match the topic Id for partition",
@@ -171,7 +172,7 @@ def leader_fenced(
 
 
 def _produce_and_consume(
-    kafka: clients.SandboxClient, topic: str, count: int, prefix: str, acked: list[client.Acked]
+    kafka: clients.SandboxClient, topic: str, count: int, prefix: str, acked: list[Acked]
 ) -> dict[str, Any]:
     report = kafka.produce(topic, count=count, key_prefix=prefix, retries=10)
     acked += report.acked
@@ -209,7 +210,7 @@ class Incident:
         )
         self.zk = zk_client(self.state)
         self.kafka = clients.for_sandbox(self.state, self.zk)
-        self.acked: list[client.Acked] = []
+        self.acked: list[Acked] = []
 
     @property
     def topic(self) -> str:

@@ -10,10 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
-import threading
-import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,8 @@ from kazoo.exceptions import NoNodeError
 from remediate.execute.journal import Journal
 from remediate.execute.steps import StepKey
 from remediate.formats.logdir import PARTITION_METADATA
-from remediate.sandbox import admin, client, clients, cluster
+from remediate.sandbox import admin, clients, cluster
+from remediate.sandbox.records import Acked
 from remediate.sandbox.reproduce import (
     Incident,
     Reproduction,
@@ -47,7 +46,7 @@ class Reproduced:
     state: cluster.SandboxState
     zk: KazooClient
     result: Reproduction
-    acked: list[client.Acked]
+    acked: list[Acked]
     plan_path: Path
     plan: dict[str, Any]
     markdown: str
@@ -316,72 +315,7 @@ def observed_in_samples(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return seen
 
 
-# -- an acks=all producer with retries, one thread per partition ---------------------------
-
-
-@dataclass
-class RetryingProducer:
-    """acks=all on every partition of `topic` at once, one thread per partition so that an
-    unavailable partition does not hold back the others. A record that is not acknowledged is
-    sent again (the same key) until it is or the producer stops, as a producer with retries
-    does; every acknowledged record and every error is remembered with its time."""
-
-    state: cluster.SandboxState
-    topic: str
-    partitions: list[int]
-    prefix: str = "repair"
-    timeout_ms: int = 2000
-    acked: list[client.Acked] = field(default_factory=list)
-    errors: dict[int, list[tuple[float, str]]] = field(default_factory=dict)
-    acked_at: dict[int, list[float]] = field(default_factory=dict)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _threads: list[threading.Thread] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __enter__(self) -> RetryingProducer:
-        self._zk = cluster.zk_client(self.state)
-        for partition in self.partitions:
-            thread = threading.Thread(target=self._run, args=(partition,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=60)
-        self._zk.stop()
-        self._zk.close()
-
-    def _run(self, partition: int) -> None:
-        producer = clients.for_sandbox(self.state, self._zk).producer(timeout_ms=self.timeout_ms)
-        number = 0
-        try:
-            while not self._stop.is_set():
-                key = f"{self.prefix}-{partition}-{number}"
-                offset, error = producer.send(self.topic, partition, [(key, "value")])
-                now = time.monotonic()
-                with self._lock:
-                    if error is None and offset is not None:
-                        self.acked.append(client.Acked(partition, offset, key))
-                        self.acked_at.setdefault(partition, []).append(now)
-                        number += 1
-                        continue
-                    self.errors.setdefault(partition, []).append((now, error or "UNKNOWN"))
-                self._stop.wait(0.1)  # the same record again, after a short backoff
-        finally:
-            producer.close()
-
-    def error_summary(self) -> dict[int, dict[str, int]]:
-        summary: dict[int, dict[str, int]] = {}
-        for partition, errors in sorted(self.errors.items()):
-            for _, error in errors:
-                counts = summary.setdefault(partition, {})
-                counts[error] = counts.get(error, 0) + 1
-        return summary
-
-
-def lost(lab: Reproduced, topic: str, acked: Iterable[client.Acked]) -> list[client.Acked]:
+def lost(lab: Reproduced, topic: str, acked: Iterable[Acked]) -> list[Acked]:
     """Acknowledged records a full read of the topic does not return."""
     records, errors = lab.kafka.consume(topic, timeout=30)
     assert not errors, f"consume errors: {errors}"

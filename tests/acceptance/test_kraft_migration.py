@@ -27,7 +27,8 @@ from kazoo.client import KazooClient
 
 from remediate.formats.logdir import PARTITION_METADATA, parse_partition_metadata
 from remediate.formats.znodes import MIGRATION, decode_migration
-from remediate.sandbox import admin, client, cluster
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.records import Acked
 from remediate.sandbox.reproduce import Incident
 from tests.execute.sandbox_tools import run_cli
 from tests.sandbox.helpers import BackgroundProducer, lost_records
@@ -137,7 +138,7 @@ def acked_some(producer: BackgroundProducer, more_than: int) -> None:
     wait_until(lambda: len(producer.acked) > more_than, f"more than {more_than} acked records")
 
 
-def everything_acked(lab: Lab, producer: BackgroundProducer) -> list[client.Acked]:
+def everything_acked(lab: Lab, producer: BackgroundProducer) -> list[Acked]:
     """The records the incident's steps and the background producer had acknowledged."""
     return [*lab.incident.acked, *producer.acked]
 

@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 
 from remediate.kafka_admin import DescribedSetting, KafkaPythonAdmin
+from remediate.sandbox.traffic import RetryingProducer
 from tests.acceptance.repair_lab import (
     BYSTANDER,
     TOPIC,
     Reproduced,
-    RetryingProducer,
     backed_up_paths,
     every_partition,
     journal_records,
@@ -68,7 +68,7 @@ def reproduced(
     """The incident reproduced, and `plan -o plan.json --format markdown` made on it (before
     any test of the module changes anything). On real Kafka 2.8.2 the brokers keep Kafka's
     defaults (controlled shutdown, auto leader rebalancing and every timer), but for the few
-    that cannot work on two cores (remediate/sandbox/jvm_broker.py)."""
+    that cannot work on two cores (remediate/sandbox/real/jvm_broker.py)."""
     brokers, kafka = request.param
     lab = reproduce_and_plan(
         tmp_path_factory.mktemp(f"repair28-{brokers}-{kafka}") / "sandbox",

@@ -25,11 +25,11 @@ import pytest
 
 from remediate.kafka_admin import MOVE_THROTTLE
 from remediate.sandbox import admin, cluster
+from remediate.sandbox.traffic import RetryingProducer
 from tests.acceptance.repair_lab import (
     BYSTANDER,
     TOPIC,
     Reproduced,
-    RetryingProducer,
     journal_records,
     lost,
     metadata_files,

@@ -22,11 +22,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from remediate.sandbox import releases
+from remediate.sandbox.real import releases
+from remediate.sandbox.traffic import RetryingProducer
 from tests.acceptance.repair_lab import (
     TOPIC,
     Reproduced,
-    RetryingProducer,
     lost,
     named_by_plan,
     reproduce_and_plan,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from remediate.sandbox import process, zkserver
+from remediate.sandbox.plumbing import process, zkserver
 
 
 @dataclass(frozen=True)

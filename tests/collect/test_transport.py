@@ -13,9 +13,9 @@ from invoke.runners import Local
 
 from remediate.errors import CommandTimeoutError, HostKeyError, TransportError
 from remediate.ports import CommandKind
-from remediate.sandbox import sshd
 from remediate.sandbox.cluster import BrokerInfo, SandboxState
-from remediate.sandbox.zkserver import free_port
+from remediate.sandbox.plumbing import sshd
+from remediate.sandbox.plumbing.zkserver import free_port
 from remediate.transport import LocalTransport, SshSettings, SshTransport
 
 KIND = CommandKind.INVENTORY

@@ -38,7 +38,7 @@ from remediate.formats.znodes import (
     topic_path,
 )
 from remediate.minisr import MinIsrSource, PlannedMinIsr
-from remediate.sandbox import zkserver
+from remediate.sandbox.plumbing import zkserver
 from remediate.zookeeper import ZkAuth, ZkSettings, _probe, connect, make_client
 
 TOPIC_ID = TopicId(bytes(range(16)))

@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 
 import remediate
 from remediate.errors import ZooKeeperError
-from remediate.sandbox.zkserver import free_port
+from remediate.sandbox.plumbing.zkserver import free_port
 from remediate.zookeeper import KazooZooKeeper, ZkSettings, connect
 
 

@@ -24,7 +24,7 @@ from remediate.config import load_cluster_config
 from remediate.errors import ZooKeeperError
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import TopicAssignment, encode_topic, topic_path
-from remediate.sandbox import process, zkserver
+from remediate.sandbox.plumbing import process, zkserver
 from remediate.zookeeper import connect
 
 pytestmark = pytest.mark.slow

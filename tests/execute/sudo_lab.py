@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from remediate.sandbox import sshd
+from remediate.sandbox.plumbing import sshd
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 SUDOERS_FILE = Path("/etc/sudoers.d/remediate-tests")  # no dot: sudo skips such names

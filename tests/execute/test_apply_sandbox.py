@@ -24,7 +24,8 @@ from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import MIGRATION, MigrationState, encode_migration
-from remediate.sandbox import admin, client, cluster
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.emulated import client
 from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids
 from remediate.zookeeper import KazooZooKeeper
 from tests.execute.sandbox_tools import (

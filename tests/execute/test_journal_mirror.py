@@ -13,7 +13,7 @@ import pytest
 from remediate.errors import JournalError
 from remediate.execute.journal import Journal, JournalEvent
 from remediate.execute.journal_mirror import JournalMirror, prune_before, read_run, zk_runs
-from remediate.sandbox import process
+from remediate.sandbox.plumbing import process
 from remediate.zookeeper import KazooZooKeeper
 from tests.execute.test_lock import client, start_zookeeper
 

@@ -17,7 +17,7 @@ from kazoo.protocol.states import KazooState
 
 from remediate.errors import ConfigError, LockHeldError, LockLostError
 from remediate.execute.lock import RunLock, lock_path
-from remediate.sandbox import process, zkserver
+from remediate.sandbox.plumbing import process, zkserver
 from remediate.zookeeper import KazooZooKeeper
 from tests.wait import wait_until
 

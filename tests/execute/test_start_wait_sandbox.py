@@ -26,7 +26,7 @@ from remediate.execute.journal import Journal
 from remediate.exit_codes import EXIT_HALTED
 from remediate.formats.logloading import LineKind, parse_line
 from remediate.sandbox import admin, cluster
-from remediate.sandbox.config import write_server_properties
+from remediate.sandbox.emulated.config import write_server_properties
 from remediate.sandbox.reproduce import partition_states
 from tests.execute.sandbox_tools import run_cli
 from tests.wait import wait_until

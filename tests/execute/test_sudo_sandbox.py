@@ -31,8 +31,9 @@ from remediate.execute.backup import backup_files
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.playbook import Timeouts
 from remediate.ports import SERVICE_COMMANDS, CommandKind, CommandResult
-from remediate.sandbox import admin, cluster, sshd
+from remediate.sandbox import admin, cluster
 from remediate.sandbox.cluster import BrokerInfo, broker_dir, broker_pid
+from remediate.sandbox.plumbing import sshd
 from remediate.sandbox.reproduce import replica_file_ids
 from remediate.transport import sudo_rule
 from tests.execute.sandbox_tools import run_cli

@@ -30,8 +30,9 @@ from remediate.errors import SandboxError
 from remediate.execute.failpoints import ENV as FAILPOINTS
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
-from remediate.sandbox import admin, client, cluster
+from remediate.sandbox import admin, cluster
 from remediate.sandbox.cluster import broker_pid
+from remediate.sandbox.emulated import client
 from remediate.sandbox.reproduce import partition_states, replica_file_ids
 from tests.execute.sandbox_tools import run_cli
 from tests.wait import steady, wait_until

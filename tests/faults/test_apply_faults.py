@@ -31,8 +31,9 @@ from remediate.execute.lock import lock_path
 from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
-from remediate.sandbox import admin, cluster, process, zkserver
-from remediate.sandbox.config import SANDBOX_DEFAULTS
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.emulated.config import SANDBOX_DEFAULTS
+from remediate.sandbox.plumbing import process, zkserver
 from remediate.sandbox.reproduce import partition_states, replica_file_ids
 from tests.execute.sandbox_tools import run_cli
 from tests.faults.apply_lab import (

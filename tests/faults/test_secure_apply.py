@@ -14,7 +14,8 @@ import pytest
 import yaml
 from kazoo.security import make_acl
 
-from remediate.sandbox import admin, cluster, process, zkserver
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.plumbing import process, zkserver
 from tests.collect.test_zookeeper_secure import sasl_jaas, tls_server_settings
 from tests.execute.sandbox_tools import run_cli
 from tests.execute.test_restore_sandbox import TOPIC, legacy_add, without_lock

@@ -31,7 +31,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from remediate.formats.logloading import LineKind, LogLoading, parse_line, parse_log_loading
-from remediate.sandbox import admin, cluster, kafka_client
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.real import kafka_client
 from remediate.sandbox.reproduce import partition_states
 from tests.wait import wait_until
 

@@ -1,4 +1,4 @@
-"""Real Kafka's jars from Maven Central (remediate/sandbox/kafka_jars.py, releases.py):
+"""Real Kafka's jars from Maven Central (remediate/sandbox/real/kafka_jars.py, releases.py):
 fetched once, never again while complete, and a download that fails names the artifact."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 from remediate.errors import SandboxError
-from remediate.sandbox import kafka_jars, releases
+from remediate.sandbox.real import kafka_jars, releases
 
 # Maven's own words when an artifact is not there, as maven-resolver 1.x prints them.
 MAVEN_OUTPUTS = [

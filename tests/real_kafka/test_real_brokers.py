@@ -20,7 +20,9 @@ import yaml
 
 from remediate.errors import SandboxError
 from remediate.formats.properties import load_properties
-from remediate.sandbox import cluster, jvm_broker, process
+from remediate.sandbox import cluster
+from remediate.sandbox.plumbing import process
+from remediate.sandbox.real import jvm_broker
 from tests.execute.sandbox_tools import run_cli
 from tests.wait import wait_until
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from remediate.sandbox import jvm_broker
+from remediate.sandbox.real import jvm_broker
 from tests.formats.logloading_recordings import DATA, KINDS
 
 # The moments of each recording (logloading_recordings.cuts) and whether the startup is over.

@@ -12,7 +12,8 @@ from kazoo.client import KazooClient
 
 from remediate.formats.logdir import LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA
 from remediate.formats.znodes import PartitionState
-from remediate.sandbox import client, clients, cluster
+from remediate.sandbox import clients, cluster
+from remediate.sandbox.records import Acked
 from remediate.sandbox.reproduce import partition_states
 
 
@@ -79,7 +80,7 @@ class BackgroundProducer(Background):
     topic: str
     partitions: int
     prefix: str = "bg"
-    acked: list[client.Acked] = field(default_factory=list)
+    acked: list[Acked] = field(default_factory=list)
     errors: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -95,7 +96,7 @@ class BackgroundProducer(Background):
                 number += 1
                 offset, error = producer.send(self.topic, partition, [(key, "value")])
                 if error is None and offset is not None:
-                    self.acked.append(client.Acked(partition, offset, key))
+                    self.acked.append(Acked(partition, offset, key))
                 else:
                     self.errors += 1
                     self._stop.wait(0.05)  # a producer's retry backoff
@@ -106,8 +107,8 @@ class BackgroundProducer(Background):
 
 
 def lost_records(
-    state: cluster.SandboxState, zk: KazooClient, topic: str, acked: list[client.Acked]
-) -> list[client.Acked]:
+    state: cluster.SandboxState, zk: KazooClient, topic: str, acked: list[Acked]
+) -> list[Acked]:
     """Acknowledged records that a full read of the topic does not return."""
     records, errors = clients.for_sandbox(state, zk).consume(topic, timeout=30)
     assert not errors, f"consume errors: {errors}"

@@ -14,10 +14,10 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from remediate.sandbox import wire
-from remediate.sandbox.broker import Broker
-from remediate.sandbox.config import BrokerSettings
-from remediate.sandbox.replica import Partition, ReplicaManager
+from remediate.sandbox.emulated import wire
+from remediate.sandbox.emulated.broker import Broker
+from remediate.sandbox.emulated.config import BrokerSettings
+from remediate.sandbox.emulated.replica import Partition, ReplicaManager
 
 
 def _replica_manager(

@@ -9,7 +9,7 @@ import pytest
 
 from remediate.errors import ConfigError
 from remediate.formats.properties import load_properties
-from remediate.sandbox.config import (
+from remediate.sandbox.emulated.config import (
     SANDBOX_DEFAULTS,
     BrokerSettings,
     read_server_properties,

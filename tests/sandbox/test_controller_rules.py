@@ -21,7 +21,8 @@ from remediate.formats.znodes import (
     partition_state_path,
     topic_path,
 )
-from remediate.sandbox import admin, client, cluster, wire
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.emulated import client, wire
 from remediate.sandbox.reproduce import replica_file_ids
 from tests.sandbox.helpers import states
 from tests.wait import wait_until

@@ -22,9 +22,9 @@ from remediate.formats.znodes import (
     decode_controller,
     decode_controller_epoch,
 )
-from remediate.sandbox import process, zkserver
-from remediate.sandbox.broker import PERSISTENT_PATHS
-from remediate.sandbox.controller import Controller, Event
+from remediate.sandbox.emulated.broker import PERSISTENT_PATHS
+from remediate.sandbox.emulated.controller import Controller, Event
+from remediate.sandbox.plumbing import process, zkserver
 from tests.wait import wait_until
 
 

@@ -24,10 +24,12 @@ from kazoo.exceptions import NoNodeError
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import PartitionState, topic_path
-from remediate.sandbox import admin, cluster, wire, zkserver
-from remediate.sandbox.replica import Partition, ReplicaManager, load_log_dirs
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.emulated import wire
+from remediate.sandbox.emulated.replica import Partition, ReplicaManager, load_log_dirs
+from remediate.sandbox.emulated.storage import PartitionLog
+from remediate.sandbox.plumbing import zkserver
 from remediate.sandbox.reproduce import replica_file_ids
-from remediate.sandbox.storage import PartitionLog
 from tests.sandbox.helpers import replica_dirs, states
 from tests.wait import wait_until
 

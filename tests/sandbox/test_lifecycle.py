@@ -12,7 +12,9 @@ import pytest
 
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.formats.znodes import BROKER_IDS
-from remediate.sandbox import admin, client, cluster, process
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.emulated import client
+from remediate.sandbox.plumbing import process
 from remediate.sandbox.reproduce import Incident, mismatch_lines, replica_file_ids
 from tests.sandbox.helpers import lost_records, replica_dirs, states
 from tests.wait import wait_until

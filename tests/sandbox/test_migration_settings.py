@@ -1,4 +1,4 @@
-"""The settings `sandbox migrate` writes at each stage (remediate/sandbox/migration.py), as
+"""The settings `sandbox migrate` writes at each stage (remediate/sandbox/migration/), as
 Kafka's migration guide gives them, on plain data."""
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ import pytest
 
 from remediate.errors import SandboxError
 from remediate.sandbox import cluster
-from remediate.sandbox.migration import (
+from remediate.sandbox.migration.run import isr_whole, migrate
+from remediate.sandbox.migration.settings import (
     ZK_ONLY_KEYS,
     ControllerNode,
     controller_properties,
     hybrid_broker_properties,
-    isr_whole,
     kraft_broker_properties,
-    migrate,
 )
 from remediate.state import TopicPartition
 from tests.plan import model

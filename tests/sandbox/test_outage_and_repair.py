@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from remediate.formats.znodes import PartitionState
-from remediate.sandbox import admin, client, cluster
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.emulated import client
 from remediate.sandbox.reproduce import Incident, replica_file_ids
 from tests.sandbox.helpers import BackgroundProducer, delete_metadata_files, lost_records, states
 from tests.wait import wait_until

@@ -1,4 +1,4 @@
-"""The releases the sandbox runs (remediate/sandbox/releases.py): each one's classpath, and a
+"""The releases the sandbox runs (remediate/sandbox/real/releases.py): each one's classpath, and a
 version outside the list refused with the list."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from remediate.cli import cli
 from remediate.errors import SandboxError
-from remediate.sandbox import jvm_broker, kafka_jars, releases
+from remediate.sandbox.real import jvm_broker, kafka_jars, releases
 
 # Each tag's gradle/dependencies.gradle: log4j 1.2.17 through 3.0, reload4j from 3.1 (1.2.19
 # until 3.3, 1.2.25 from 3.4), with the slf4j binding of its slf4j version.

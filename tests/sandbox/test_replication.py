@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from remediate.formats.logdir import LEADER_EPOCH_CHECKPOINT, parse_leader_epoch_checkpoint
-from remediate.sandbox import admin, client, cluster
-from remediate.sandbox.storage import PartitionLog
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.emulated import client
+from remediate.sandbox.emulated.storage import PartitionLog
 from tests.sandbox.helpers import replica_dirs, states
 from tests.wait import wait_until
 

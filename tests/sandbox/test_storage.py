@@ -19,7 +19,7 @@ from remediate.formats.logdir import (
     parse_leader_epoch_checkpoint,
 )
 from remediate.formats.topic_id import TopicId
-from remediate.sandbox.storage import (
+from remediate.sandbox.emulated.storage import (
     INDEX_FILES,
     LOG_FILE,
     UNDEFINED_EPOCH,

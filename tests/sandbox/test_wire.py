@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from remediate.sandbox import wire
-from remediate.sandbox.wire import (
+from remediate.sandbox.emulated import wire
+from remediate.sandbox.emulated.wire import (
     MAX_FRAME,
     UNKNOWN_SERVER_ERROR,
     Connection,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from remediate.sandbox.zkserver import free_port
+from remediate.sandbox.plumbing.zkserver import free_port
 from remediate.scan.scanner import spark_session
 from tests.wait import wait_until
 

@@ -17,7 +17,8 @@ import yaml
 from remediate.collect.collector import collect
 from remediate.config import load_cluster_config
 from remediate.formats.logdir import PARTITION_METADATA
-from remediate.sandbox import admin, cluster, process
+from remediate.sandbox import admin, cluster
+from remediate.sandbox.plumbing import process
 from remediate.sandbox.reproduce import Incident, replica_file_ids
 from remediate.scan.findings import ScanReport
 from remediate.scan.scanner import classify_on_duckdb, classify_snapshots

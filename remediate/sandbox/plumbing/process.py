@@ -25,7 +25,7 @@ def spawn_detached(
     """Start `argv` in its own session, output appended to `log_path`; return its pid."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     launcher = subprocess.run(
-        [sys.executable, "-m", "remediate.sandbox.process", str(log_path), "--", *argv],
+        [sys.executable, "-m", "remediate.sandbox.plumbing.process", str(log_path), "--", *argv],
         capture_output=True,
         text=True,
         env=dict(env) if env is not None else None,
@@ -42,7 +42,9 @@ def _launch(argv: list[str]) -> int:
     """The launcher: detach, start the daemon, print its pid, exit."""
     log_path, separator, *command = argv
     if separator != "--" or not command:
-        print("usage: python -m remediate.sandbox.process LOG -- COMMAND...", file=sys.stderr)
+        print(
+            "usage: python -m remediate.sandbox.plumbing.process LOG -- COMMAND...", file=sys.stderr
+        )
         return 2
     with open(log_path, "ab") as log_file:
         child = subprocess.Popen(

@@ -1,43 +1,31 @@
-"""Kafka's ZooKeeper-to-KRaft migration (KIP-866), run on a real-Kafka sandbox the way Kafka's
-documentation describes it ("ZooKeeper to KRaft Migration", 3.5 to 3.9):
-
-    1. controller   a KRaft controller (node 3000) with zookeeper.metadata.migration.enable,
-                    its storage formatted with ZooKeeper's cluster id, started;
-    2. hybrid       the brokers rolled, one at a time, into migration mode (the migration flag,
-                    the controller quorum, inter.broker.protocol.version at the release's line);
-                    the controller copies ZooKeeper's metadata into KRaft and writes back
-                    to ZooKeeper from then on (dual write);
-    3. kraft        the brokers rolled, one at a time, into KRaft mode (process.roles=broker);
-    4. done         the controller restarted without the migration flag and ZooKeeper.
-
-Each step waits for its event (a log line, a znode, every partition's ISR whole again), and a
-step that does not get there fails naming the step and showing the last log lines. Every
-process is started and stopped by pid, as the brokers are (remediate/sandbox/cluster.py).
-
-Layout added to the sandbox directory D:
-
-    D/controller-3000/controller.properties, data/, logs/, controller.pid
-"""
+"""The migration's stages, run in order, each waiting for its event (the package's docstring
+says which)."""
 
 from __future__ import annotations
 
 import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from remediate.collect.cluster_state import read_cluster_state
 from remediate.errors import SandboxError
 from remediate.formats.properties import load_properties
 from remediate.formats.znodes import CLUSTER_ID, MIGRATION, decode_cluster_id, decode_migration
-from remediate.sandbox import cluster, jvm_broker, kafka_jars, process, releases, zkserver
+from remediate.sandbox import cluster
+from remediate.sandbox.migration.settings import (
+    CONTROLLER_HOST,
+    CONTROLLER_ID,
+    ControllerNode,
+    controller_properties,
+    hybrid_broker_properties,
+    kraft_broker_properties,
+)
+from remediate.sandbox.plumbing import process, zkserver
+from remediate.sandbox.real import jvm_broker, kafka_jars, releases
 from remediate.state import ClusterState, TopicPartition
 from remediate.zookeeper import KazooZooKeeper
 
-CONTROLLER_ID = 3000
-CONTROLLER_HOST = "127.0.0.9"  # brokers are 127.0.0.(10+N)
-CONTROLLER_LISTENER = "CONTROLLER"
 STAGES = ("controller", "hybrid", "kraft", "done")
 STORAGE_TOOL = "kafka.tools.StorageTool"
 # The first release whose migration is meant for use (3.4 was early access and stalls on a
@@ -46,82 +34,6 @@ FIRST_RELEASE = (3, 5)
 STEP_TIMEOUT_S = 180.0
 
 Say = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ControllerNode:
-    node_id: int
-    host: str
-    port: int
-
-    @property
-    def voter(self) -> str:
-        return f"{self.node_id}@{self.host}:{self.port}"
-
-
-def _listener_map() -> str:
-    return f"PLAINTEXT:PLAINTEXT,{CONTROLLER_LISTENER}:PLAINTEXT"
-
-
-def controller_properties(
-    node: ControllerNode, *, zookeeper_connect: str, data_dir: Path, migrating: bool
-) -> dict[str, str]:
-    """The KRaft controller's settings, with the migration (`migrating`) or after it."""
-    values = {
-        "process.roles": "controller",
-        "node.id": str(node.node_id),
-        "controller.quorum.voters": node.voter,
-        "controller.listener.names": CONTROLLER_LISTENER,
-        "listeners": f"{CONTROLLER_LISTENER}://{node.host}:{node.port}",
-        "listener.security.protocol.map": _listener_map(),
-        "log.dirs": str(data_dir),
-        **jvm_broker.TWO_CORE_SETTINGS,
-    }
-    if migrating:
-        values["zookeeper.metadata.migration.enable"] = "true"
-        values["zookeeper.connect"] = zookeeper_connect
-    return values
-
-
-# The ZooKeeper-mode keys a KRaft-mode broker must not have.
-ZK_ONLY_KEYS = (
-    "broker.id",
-    "zookeeper.connect",
-    "zookeeper.metadata.migration.enable",
-    "inter.broker.protocol.version",
-)
-
-
-def hybrid_broker_properties(
-    current: Mapping[str, str], node: ControllerNode, line: str
-) -> dict[str, str]:
-    """A ZooKeeper-mode broker's settings in migration mode."""
-    return {
-        **current,
-        "zookeeper.metadata.migration.enable": "true",
-        "inter.broker.protocol.version": line,
-        "controller.quorum.voters": node.voter,
-        "controller.listener.names": CONTROLLER_LISTENER,
-        "listener.security.protocol.map": _listener_map(),
-    }
-
-
-def kraft_broker_properties(current: Mapping[str, str], node: ControllerNode) -> dict[str, str]:
-    """A migration-mode broker's settings in KRaft mode: its broker.id becomes its node.id."""
-    if "broker.id" not in current:
-        raise SandboxError("the broker's server.properties has no broker.id to migrate")
-    values = {k: v for k, v in current.items() if k not in ZK_ONLY_KEYS}
-    values.update(
-        {
-            "process.roles": "broker",
-            "node.id": current["broker.id"],
-            "controller.quorum.voters": node.voter,
-            "controller.listener.names": CONTROLLER_LISTENER,
-            "listener.security.protocol.map": _listener_map(),
-        }
-    )
-    return values
-
 
 # -- waiting on events -------------------------------------------------------------------------
 

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import json
 import time
-import zlib
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -29,35 +26,11 @@ from remediate.formats.znodes import (
     partition_state_path,
     topic_path,
 )
-from remediate.sandbox import wire
+from remediate.sandbox.emulated import wire
+from remediate.sandbox.records import Acked, ConsumedRecord, ProduceReport, partition_for
 
 NO_LEADER = "NO_LEADER"
 CONNECTION_ERROR = "CONNECTION_ERROR"
-
-
-@dataclass
-class Acked:
-    partition: int
-    offset: int
-    key: str
-
-
-@dataclass
-class ProduceReport:
-    topic: str
-    acked: list[Acked] = field(default_factory=list)
-    errors: dict[int, Counter[str]] = field(default_factory=dict)
-
-    def add_error(self, partition: int, error: str) -> None:
-        self.errors.setdefault(partition, Counter())[error] += 1
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "acked": len(self.acked),
-            "acked_by_partition": dict(sorted(Counter(a.partition for a in self.acked).items())),
-            "errors": {str(p): dict(c) for p, c in sorted(self.errors.items())},
-        }
 
 
 class ClusterView:
@@ -111,10 +84,6 @@ class ClusterView:
         for connection in self._connections.values():
             connection.close()
         self._connections = {}
-
-
-def partition_for(key: str, partitions: int) -> int:
-    return zlib.crc32(key.encode("utf-8")) % partitions
 
 
 class Producer:
@@ -192,14 +161,6 @@ def produce(
     finally:
         producer.close()
     return report
-
-
-@dataclass
-class ConsumedRecord:
-    partition: int
-    offset: int
-    key: str | None
-    value: str
 
 
 def consume(

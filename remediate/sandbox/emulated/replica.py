@@ -31,10 +31,10 @@ from remediate.formats.logdir import (
     partition_dir_name,
 )
 from remediate.formats.topic_id import TopicId, parse_topic_id
-from remediate.sandbox import wire
-from remediate.sandbox.kafkalog import STATE_CHANGE_LOGGER
-from remediate.sandbox.log_dir_move import LogDirMover
-from remediate.sandbox.storage import (
+from remediate.sandbox.emulated import wire
+from remediate.sandbox.emulated.kafkalog import STATE_CHANGE_LOGGER
+from remediate.sandbox.emulated.log_dir_move import LogDirMover
+from remediate.sandbox.emulated.storage import (
     UNDEFINED_EPOCH,
     UNDEFINED_OFFSET,
     PartitionLog,

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from remediate.formats.properties import dump_properties
-from remediate.sandbox import kafka_jars, releases
+from remediate.sandbox.real import kafka_jars, releases
 
 MAIN_CLASS = "kafka.Kafka"
 

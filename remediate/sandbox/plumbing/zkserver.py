@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from remediate.errors import SandboxError
-from remediate.sandbox.process import spawn_detached
+from remediate.sandbox.plumbing.process import spawn_detached
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 CONF_DIR = Path("/etc/zookeeper/conf")

@@ -1,6 +1,6 @@
 """Real Apache Kafka's jars, from Maven Central, cached once for the sandbox.
 
-Each classpath of remediate/sandbox/releases.py (a broker release, or Kafka 1.0.2's tools) is
+Each classpath of remediate/sandbox/real/releases.py (a broker release, or Kafka 1.0.2's tools) is
 one entry of the cache, `<jars>/<name>/`: `fetch` writes a Maven project naming the entries
 it lacks (one module each, generated from the registry), resolves their runtime closures with
 `mvn dependency:copy-dependencies`, and writes a manifest (each jar's size and sha256) once
@@ -26,14 +26,14 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from remediate.errors import SandboxError
-from remediate.sandbox import releases
-from remediate.sandbox.releases import Classpath
+from remediate.sandbox.real import releases
+from remediate.sandbox.real.releases import Classpath
 
 LEGACY_CLIENT = releases.LEGACY_CLIENT.name
 MANIFEST = "MANIFEST.json"
 # The maven-dependency-plugin that copies a closure (pinned: the build is the same everywhere).
 DEPENDENCY_PLUGIN = "3.6.1"
-_SOURCE_TREE = Path(__file__).resolve().parents[2]
+_SOURCE_TREE = Path(__file__).resolve().parents[3]
 
 
 def broker(version: str) -> str:
@@ -160,7 +160,7 @@ def project(classpaths: Sequence[Classpath]) -> dict[str, str]:
             parent="",
             packaging="pom",
             body=f"  <modules>\n{modules}  </modules>\n" + _BUILD.format(DEPENDENCY_PLUGIN),
-            about="Real Apache Kafka for the sandbox (remediate/sandbox/releases.py)",
+            about="Real Apache Kafka for the sandbox (remediate/sandbox/real/releases.py)",
         )
     }
     for entry in classpaths:

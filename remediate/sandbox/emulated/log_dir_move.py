@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from remediate.formats.logdir import partition_dir_name
-from remediate.sandbox import wire
-from remediate.sandbox.storage import PartitionLog
+from remediate.sandbox.emulated import wire
+from remediate.sandbox.emulated.storage import PartitionLog
 
 TopicPartition = tuple[str, int]
 log = logging.getLogger("kafka.server.ReplicaAlterLogDirsManager")

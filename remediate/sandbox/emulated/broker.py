@@ -1,4 +1,4 @@
-"""One emulated Kafka broker: `python -m remediate.sandbox.broker <server.properties>`.
+"""One emulated Kafka broker: `python -m remediate.sandbox.emulated.broker <server.properties>`.
 
 Startup follows KafkaServer.startup: lock and load the log dirs (a malformed
 partition.metadata is fatal on 2.8), connect to ZooKeeper, check meta.properties against
@@ -51,17 +51,17 @@ from remediate.formats.znodes import (
     encode_cluster_id,
     topic_config_path,
 )
-from remediate.sandbox import kafkalog, wire
-from remediate.sandbox.config import BrokerSettings, read_server_properties
-from remediate.sandbox.controller import Controller
-from remediate.sandbox.replica import (
+from remediate.sandbox.emulated import kafkalog, wire
+from remediate.sandbox.emulated.config import BrokerSettings, read_server_properties
+from remediate.sandbox.emulated.controller import Controller
+from remediate.sandbox.emulated.replica import (
     FatalStartupError,
     LogDir,
     ReplicaManager,
     load_future_logs,
     load_log_dirs,
 )
-from remediate.sandbox.storage import PartitionLog
+from remediate.sandbox.emulated.storage import PartitionLog
 
 log = logging.getLogger("kafka.server.KafkaServer")
 manager = logging.getLogger("kafka.log.LogManager")
@@ -517,7 +517,10 @@ class Broker:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m remediate.sandbox.broker <server.properties>", file=sys.stderr)
+        print(
+            "usage: python -m remediate.sandbox.emulated.broker <server.properties>",
+            file=sys.stderr,
+        )
         return 2
     properties = Path(args[0])
     settings = read_server_properties(properties)

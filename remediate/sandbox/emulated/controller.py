@@ -45,8 +45,8 @@ from remediate.formats.znodes import (
     partitions_path,
     topic_path,
 )
-from remediate.sandbox import wire
-from remediate.sandbox.kafkalog import STATE_CHANGE_LOGGER
+from remediate.sandbox.emulated import wire
+from remediate.sandbox.emulated.kafkalog import STATE_CHANGE_LOGGER
 
 log = logging.getLogger("kafka.controller.KafkaController")
 state_change_log = logging.getLogger(STATE_CHANGE_LOGGER)

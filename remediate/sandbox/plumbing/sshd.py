@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from remediate.errors import SandboxError
-from remediate.sandbox import process, zkserver
+from remediate.sandbox.plumbing import process, zkserver
 
 SSHD = Path("/usr/sbin/sshd")
 PRIVSEP_DIR = Path("/run/sshd")

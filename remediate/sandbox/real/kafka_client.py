@@ -3,7 +3,7 @@
 The producer is idempotent with acks=all by default, and a record counts as acknowledged
 only when its delivery report comes back without an error; the consumer reads every
 partition from its first offset to its end. Reports and records have the same shape as the
-emulated client's (client.py), so the sandbox's commands and the tests read either.
+emulated client's (records.py), so the sandbox's commands and the tests read either.
 """
 
 from __future__ import annotations
@@ -25,12 +25,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from remediate.sandbox.client import (
-    Acked,
-    ConsumedRecord,
-    ProduceReport,
-    partition_for,
-)
+from remediate.sandbox.records import Acked, ConsumedRecord, ProduceReport, partition_for
 
 TIMED_OUT = "TIMED_OUT"
 # librdkafka logs to stderr (request timeouts, refused connections while a broker restarts);
