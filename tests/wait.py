@@ -12,18 +12,20 @@ from collections.abc import Callable
 
 def wait_until(
     condition: Callable[[], object],
-    what: str = "the condition",
+    what: str | Callable[[], str] = "the condition",
     timeout: float = 30.0,
     *,
     interval: float = 0.1,
 ) -> bool:
-    """Poll `condition` until it holds (True), or fail: AssertionError naming `what`."""
+    """Poll `condition` until it holds (True), or fail: AssertionError naming `what` (a
+    callable is asked at the failure, to say what was seen by then)."""
     deadline = time.monotonic() + timeout
     while True:
         if condition():
             return True
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+            described = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {described}")
         time.sleep(interval)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from typing import Protocol
 
 import pytest
 from hypothesis import given
@@ -107,8 +108,14 @@ def test_any_response_reads_back_result_for_result(results: list[object]) -> Non
 # -- against ZooKeeper ---------------------------------------------------------------------------
 
 
+class ProxyFactory(Protocol):
+    """Makes a proxy in front of the test's ZooKeeper (the fixture closes it)."""
+
+    def __call__(self, *, old_server: bool = False) -> ZkProxy: ...
+
+
 @pytest.fixture
-def proxy_factory(zookeeper: tuple[str, int]) -> Iterator[type[ZkProxy]]:
+def proxy_factory(zookeeper: tuple[str, int]) -> Iterator[ProxyFactory]:
     proxies: list[ZkProxy] = []
     host, port = zookeeper[0].rsplit(":", 1)
 
@@ -136,7 +143,7 @@ def populated(zookeeper: tuple[str, int], chroot: str) -> str:
 
 
 def test_the_collector_reads_in_multiread_batches_where_the_server_has_them(
-    zookeeper: tuple[str, int], proxy_factory: type[ZkProxy]
+    zookeeper: tuple[str, int], proxy_factory: ProxyFactory
 ) -> None:
     populated(zookeeper, "/batched")
     proxy = proxy_factory()
@@ -162,7 +169,7 @@ def test_the_collector_reads_in_multiread_batches_where_the_server_has_them(
 
 
 def test_a_server_without_multiread_is_read_one_znode_per_request_on_the_same_session(
-    zookeeper: tuple[str, int], proxy_factory: type[ZkProxy]
+    zookeeper: tuple[str, int], proxy_factory: ProxyFactory
 ) -> None:
     connect_string = populated(zookeeper, "/old-server")
     direct = connect(ZkSettings(connect_string))

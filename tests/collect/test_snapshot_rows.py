@@ -21,6 +21,7 @@ from remediate.collect.snapshot import (
     write_state_tables,
 )
 from remediate.errors import ScanError
+from remediate.state import TopicPartition
 from tests.plan.model import cluster
 
 ROW = ReplicaRow(
@@ -57,11 +58,12 @@ def test_a_row_is_written_with_its_cluster_and_broker_first_and_read_back(tmp_pa
 
 
 def test_zxids_and_rejections_reach_their_tables(tmp_path: Path) -> None:
+    orders_0 = TopicPartition("orders", 0)
     state = cluster(brokers=[1, 2], topics={"orders": {0: [1, 2]}})
     state = replace(
         state,
         topics={"orders": replace(state.topics["orders"], mzxid=40)},
-        partitions={("orders", 0): replace(state.partitions[("orders", 0)], mzxid=55)},
+        partitions={orders_0: replace(state.partitions[orders_0], mzxid=55)},
     )
     rejection = {
         "topic": "orders",

@@ -3,11 +3,10 @@ has), its parser on hostile output, and the pure parser of Kafka's mismatch line
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from remediate.collect.collector import rejection_rows
@@ -151,9 +150,22 @@ def test_parse_section_round_trips(lines: list[bytes], status: int) -> None:
 
 
 @given(text=st.text(alphabet="RJ 0123456789abcdefpresntmiu\n", max_size=80))
+@example(text="R present 0 0 2\nJ 6162\nJ 63\n")
+@example(text="R present 0 0 2\nJ 6162\n")
+@example(text="J 6162\n")
 def test_parse_section_on_any_text(text: str) -> None:
-    with contextlib.suppress(FormatError):
-        parse_inventory(f"{HEAD}\n{text}end 0\n", source="t")
+    """Whatever the section holds: refused naming the broker, or read with one line per
+    J record (never a line lost or made up)."""
+    refused: FormatError | None = None
+    try:
+        tail = parse_inventory(f"{HEAD}\n{text}end 0\n", source="broker-7").state_change
+    except FormatError as error:
+        refused = error
+    if refused is not None:
+        assert "broker-7" in str(refused)
+        return
+    records = [line for line in text.splitlines() if line.startswith("J")]
+    assert len(tail.lines if tail is not None else ()) == len(records), (text, tail)
 
 
 # -- Kafka's line ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from fabric.runners import Remote
-from invoke.runners import Local
+from invoke.runners import Local, Runner
 
 from remediate.errors import CommandTimeoutError, HostKeyError, TransportError
 from remediate.ports import CommandKind
@@ -43,10 +43,11 @@ def lingering_kill(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """invoke's and fabric's `kill` (the timeout timer's) keep their thread alive after the
     kill, as a loaded machine may: the command's end is seen while the timer still runs."""
     released = threading.Event()
-    for runner in (Local, Remote):
+    runners: tuple[type[Runner], ...] = (Local, Remote)
+    for runner in runners:
         original = runner.kill
 
-        def kill(self: object, original: Callable[[object], None] = original) -> None:
+        def kill(self: Runner, original: Callable[[Runner], None] = original) -> None:
             original(self)
             released.wait(30)
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError
-from kazoo.security import make_digest_acl
+from kazoo.security import ACL, make_digest_acl
 
 from remediate.collect.cluster_state import read_cluster_state
 from remediate.collect.collector import transports
@@ -39,6 +40,7 @@ from remediate.formats.znodes import (
 )
 from remediate.minisr import MinIsrSource, PlannedMinIsr
 from remediate.sandbox.plumbing import zkserver
+from remediate.state import TopicPartition
 from remediate.zookeeper import ZkAuth, ZkSettings, _probe, connect, make_client
 
 TOPIC_ID = TopicId(bytes(range(16)))
@@ -59,7 +61,7 @@ def chrooted(connect: str, chroot: str) -> KazooClient:
     return client
 
 
-def populate(zk: KazooClient, acl: list[object] | None = None) -> None:
+def populate(zk: KazooClient, acl: Sequence[ACL] | None = None) -> None:
     zk.create("/cluster/id", encode_cluster_id("Cl-us_ter-id-abcdefghij"), makepath=True, acl=acl)
     zk.create("/controller_epoch", encode_controller_epoch(7), acl=acl)
     zk.create(
@@ -124,8 +126,11 @@ def test_reads_the_whole_cluster_in_one_pass(zookeeper: tuple[str, int]) -> None
         admin.close()
     # ZooKeeper's transaction ids, exactly as its stats give them.
     assert state.topics["modern"].mzxid == stats[topic_path("modern")].mzxid
-    assert state.partitions[("modern", 0)].mzxid == stats[state_path].mzxid
-    assert state.partitions[("modern", 0)].mzxid > state.topics["modern"].mzxid  # type: ignore[operator]
+    state_mzxid = state.partitions[TopicPartition("modern", 0)].mzxid
+    topic_mzxid = state.topics["modern"].mzxid
+    assert state_mzxid == stats[state_path].mzxid
+    assert state_mzxid is not None and topic_mzxid is not None
+    assert state_mzxid > topic_mzxid
     assert state.brokers[1].epoch == stats["/brokers/ids/1"].czxid
     assert (state.cluster_id, state.controller_id, state.controller_epoch) == (
         "Cl-us_ter-id-abcdefghij",
@@ -141,8 +146,8 @@ def test_reads_the_whole_cluster_in_one_pass(zookeeper: tuple[str, int]) -> None
     assert state.topics["legacy"].assignment.version == 1
     assert state.min_insync_replicas("modern", default=1) == 2
     assert state.min_insync_replicas("legacy", default=1) == 1
-    assert state.partitions[("modern", 1)].leader == -1
-    assert state.partitions[("modern", 0)].isr == (1,)
+    assert state.partitions[TopicPartition("modern", 1)].leader == -1
+    assert state.partitions[TopicPartition("modern", 0)].isr == (1,)
     assert state.partitions_on(1) == [("legacy", 0), ("modern", 0), ("modern", 1)]
     assert len(state.problems) == 1 and "/brokers/topics/broken" in state.problems[0]
 
@@ -253,7 +258,12 @@ def test_a_connection_loss_while_proving_a_new_session_is_retried(
         os.kill(pid, signal.SIGSTOP)
         lost = threading.Event()
         zk.add_listener(lambda state: lost.set() if state == KazooState.SUSPENDED else None)
-        resume = threading.Thread(target=lambda: (lost.wait(60), os.kill(pid, signal.SIGCONT)))
+
+        def resume_once_lost() -> None:
+            lost.wait(60)
+            os.kill(pid, signal.SIGCONT)
+
+        resume = threading.Thread(target=resume_once_lost)
         resume.start()
         try:
             _probe(zk)

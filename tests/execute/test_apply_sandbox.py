@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kazoo.client import KazooClient
 
 from remediate.execute.journal import Journal
 from remediate.execute.lock import RunLock
@@ -44,17 +45,19 @@ ORDERS = "orders"
 PAYMENTS = "payments"
 
 
-def zk_ids(incident_zk: object, topic: str) -> str:
-    assignment, _ = admin.read_topic(incident_zk, topic)  # type: ignore[arg-type]
+def zk_ids(incident_zk: KazooClient, topic: str) -> str:
+    assignment, _ = admin.read_topic(incident_zk, topic)
     return str(assignment.topic_id)
 
 
-def assert_healed(state: cluster.SandboxState, zk: object, topic: str, partitions: int) -> None:
+def assert_healed(
+    state: cluster.SandboxState, zk: KazooClient, topic: str, partitions: int
+) -> None:
     zk_id = zk_ids(zk, topic)
     ids = replica_file_ids(state, topic)
     assert len(ids) == 3 * partitions
     assert set(ids.values()) == {zk_id}, ids
-    for number, s in partition_states(zk, topic, list(range(partitions))).items():  # type: ignore[arg-type]
+    for number, s in partition_states(zk, topic, list(range(partitions))).items():
         assert sorted(s.isr) == [1, 2, 3], (number, s)
         assert s.leader >= 0
 
@@ -227,7 +230,9 @@ def planned_mismatch(
     return config, plan_path, plan
 
 
-def plant_mismatch(directory: Path, state: cluster.SandboxState, zk: object, broker: int) -> str:
+def plant_mismatch(
+    directory: Path, state: cluster.SandboxState, zk: KazooClient, broker: int
+) -> str:
     """Broker `broker`'s replicas of PAYMENTS get a foreign id while it is down (a log dir
     restored from elsewhere); once started it refuses them and leaves their ISRs."""
     admin.create_topic(
@@ -235,14 +240,14 @@ def plant_mismatch(directory: Path, state: cluster.SandboxState, zk: object, bro
         PAYMENTS,
         3,
         3,
-        config={"min.insync.replicas": "2"},  # type: ignore[arg-type]
+        config={"min.insync.replicas": "2"},
     )
     expected = {(b, p) for b in (1, 2, 3) for p in range(3)}
     wait_until(
         lambda: expected <= {k for k, v in replica_file_ids(state, PAYMENTS).items() if v},
         "every replica to write partition.metadata",
     )
-    report = client.produce(zk, PAYMENTS, count=90, key_prefix="before")  # type: ignore[arg-type]
+    report = client.produce(zk, PAYMENTS, count=90, key_prefix="before")
     assert len(report.acked) == 90
     cluster.stop_broker(directory, broker)
     foreign = TopicId.random()
@@ -252,8 +257,7 @@ def plant_mismatch(directory: Path, state: cluster.SandboxState, zk: object, bro
     cluster.start_broker(directory, broker, wait=True)
     wait_until(
         lambda: all(
-            broker not in s.isr
-            for s in partition_states(zk, PAYMENTS, [0, 1, 2]).values()  # type: ignore[arg-type]
+            broker not in s.isr for s in partition_states(zk, PAYMENTS, [0, 1, 2]).values()
         ),
         f"broker {broker} to leave every ISR of {PAYMENTS}",
         timeout=90,
@@ -368,7 +372,7 @@ def test_apply_refuses_after_drift_and_changes_nothing(
     directory, incident = planted
     state, zk = incident.state, incident.zk
     config, plan_path, plan = planned_mismatch(directory, incident, tmp_path)
-    admin.failover_controller(zk)  # type: ignore[arg-type]
+    admin.failover_controller(zk)
     zk_before, disk_before = zookeeper_tree(zk), topic_files(state)
     refused = run_cli(
         "apply", "-c", str(config), "--plan", str(plan_path), "--approve", plan["digest"]

@@ -25,6 +25,7 @@ from remediate.formats.logloading import LogLoading, parse_log_loading, unreadab
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import PartitionState, TopicAssignment
 from remediate.plan import FileKey, Fingerprint, Prediction, RestartStep, RestoreStep
+from remediate.playbook import Action
 from remediate.state import ClusterState, ReplicaRef, TopicPartition, TopicState
 
 ZK_ID = TopicId(bytes(15) + b"\x02")
@@ -55,7 +56,7 @@ def state(
             for name, assignment in topics.items()
         },
         partitions={
-            (name, p): PartitionState(r[0], 1, tuple(r), 3)
+            TopicPartition(name, p): PartitionState(r[0], 1, tuple(r), 3)
             for name, assignment in topics.items()
             for p, r in assignment.items()
         },
@@ -63,7 +64,7 @@ def state(
 
 
 def restart(broker: int) -> RestartStep:
-    return RestartStep(broker, "why", (), (), ("stop",), (), is_controller=False)
+    return RestartStep(broker, "why", (), (), (Action.STOP,), (), is_controller=False)
 
 
 def restore(topic: str = "orders", *, reelect: bool = False, version: int = 4) -> RestoreStep:

@@ -30,8 +30,9 @@ def with_isr(
     state: ClusterState, tp: tuple[str, int], isr: list[int], leader: int | None = None
 ) -> ClusterState:
     partitions = dict(state.partitions)
-    old = partitions[tp]
-    partitions[tp] = PartitionState(
+    key = TopicPartition(*tp)
+    old = partitions[key]
+    partitions[key] = PartitionState(
         leader=old.leader if leader is None else leader,
         leader_epoch=old.leader_epoch + 1,
         isr=tuple(isr),
@@ -125,7 +126,7 @@ def test_pre_restart_blocker_first_reason_wins() -> None:
         "broker(s) [2] are not registered in ZooKeeper"
     )
     # A leader that holds a stale id refuses the ISR shrink a follower's restart causes.
-    stale = StaleIdHolder({("orders", 0): frozenset({1})})
+    stale = StaleIdHolder({TopicPartition("orders", 0): frozenset({1})})
     reason = pre_restart_blocker(
         HEALTHY, 3, expected=[1, 2, 3], targeted=(), stale=stale, min_isr_default=1
     )

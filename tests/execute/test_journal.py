@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 from remediate.errors import ExecuteError, JournalError
 from remediate.execute.journal import (
     Journal,
+    JournalEvent,
     RunProgress,
+    RunStatus,
     StepProgress,
     latest_run,
     list_runs,
@@ -97,7 +99,9 @@ def test_open_missing_run_is_an_error(tmp_path: Path) -> None:
 
 def test_appended_records_are_readable_by_a_fresh_open(tmp_path: Path) -> None:
     journal = started(tmp_path)
-    returned = journal.append("step-started", now=NOW + 1, step="1:broker-2:stop", broker=2)
+    returned = journal.append(
+        JournalEvent.STEP_STARTED, now=NOW + 1, step="1:broker-2:stop", broker=2
+    )
     assert returned == {
         "seq": 2,
         "time": "2026-11-22T03:15:01.250Z",
@@ -113,9 +117,9 @@ def test_appended_records_are_readable_by_a_fresh_open(tmp_path: Path) -> None:
     last_line = reopened.path.read_text().splitlines()[-1]
     assert last_line == json.dumps(returned, sort_keys=True)
     # The reopened journal carries on the numbering.
-    assert reopened.append("sample", now=NOW + 2)["seq"] == 3
+    assert reopened.append(JournalEvent.SAMPLE, now=NOW + 2)["seq"] == 3
     assert [r["seq"] for r in journal.records()] == [1, 2, 3]
-    assert journal.append("sample", now=NOW + 3)["seq"] == 4
+    assert journal.append(JournalEvent.SAMPLE, now=NOW + 3)["seq"] == 4
 
 
 @pytest.mark.parametrize(
@@ -133,7 +137,7 @@ def test_secrets_are_refused(tmp_path: Path, fields: dict[str, Any]) -> None:
     journal = started(tmp_path)
     before = journal.path.read_bytes()
     with pytest.raises(JournalError, match="refusing to record secrets"):
-        journal.append("step-finished", now=NOW, step="1", **fields)
+        journal.append(JournalEvent.STEP_FINISHED, now=NOW, step="1", **fields)
     assert journal.path.read_bytes() == before
 
 
@@ -146,13 +150,13 @@ def test_a_plan_with_a_secret_is_refused(tmp_path: Path) -> None:
 def test_reserved_and_unserialisable_fields_are_refused(tmp_path: Path) -> None:
     journal = started(tmp_path)
     with pytest.raises(JournalError, match="set by the journal"):
-        journal.append("sample", now=NOW, seq=99)
+        journal.append(JournalEvent.SAMPLE, now=NOW, seq=99)
     with pytest.raises(JournalError, match="not JSON"):
-        journal.append("sample", now=NOW, value=object())
+        journal.append(JournalEvent.SAMPLE, now=NOW, value=object())
     with pytest.raises(JournalError, match="not JSON"):
-        journal.append("sample", now=NOW, value=float("nan"))
+        journal.append(JournalEvent.SAMPLE, now=NOW, value=float("nan"))
     assert len(journal.records()) == 1
-    assert journal.append("sample", now=NOW)["seq"] == 2
+    assert journal.append(JournalEvent.SAMPLE, now=NOW)["seq"] == 2
 
 
 @pytest.mark.parametrize(
@@ -166,13 +170,15 @@ def test_reserved_and_unserialisable_fields_are_refused(tmp_path: Path) -> None:
 )
 def test_torn_last_line_is_ignored_and_repaired_on_append(tmp_path: Path, torn: bytes) -> None:
     journal = started(tmp_path)
-    journal.append("step-started", now=NOW, step="1:broker-2:stop")
+    journal.append(JournalEvent.STEP_STARTED, now=NOW, step="1:broker-2:stop")
     whole = journal.path.read_bytes()
     with open(journal.path, "ab") as handle:
         handle.write(torn)
     reopened = Journal.open(tmp_path, journal.run_id)
     assert [r["seq"] for r in reopened.records()] == [1, 2]
-    record = reopened.append("step-failed", now=NOW, step="1:broker-2:stop", error="boom")
+    record = reopened.append(
+        JournalEvent.STEP_FAILED, now=NOW, step="1:broker-2:stop", error="boom"
+    )
     assert record["seq"] == 3
     assert reopened.path.read_bytes() == whole + json.dumps(record, sort_keys=True).encode() + b"\n"
     assert [r["event"] for r in reopened.records()] == [
@@ -186,26 +192,26 @@ def test_the_same_journal_object_repairs_a_tail_torn_behind_its_back(tmp_path: P
     journal = started(tmp_path)
     with open(journal.path, "ab") as handle:
         handle.write(b'{"seq": 2, "eve')
-    assert journal.append("sample", now=NOW)["seq"] == 2
+    assert journal.append(JournalEvent.SAMPLE, now=NOW)["seq"] == 2
     assert [r["seq"] for r in journal.records()] == [1, 2]
 
 
 def test_a_corrupt_line_in_the_middle_is_an_error_naming_it(tmp_path: Path) -> None:
     journal = started(tmp_path)
-    journal.append("sample", now=NOW)
-    journal.append("sample", now=NOW)
+    journal.append(JournalEvent.SAMPLE, now=NOW)
+    journal.append(JournalEvent.SAMPLE, now=NOW)
     lines = journal.path.read_bytes().split(b"\n")
     lines[1] = b'{"seq": 2, "ev'
     journal.path.write_bytes(b"\n".join(lines))
     with pytest.raises(JournalError, match=rf"{journal.path}: line 2: not a journal record"):
         Journal.open(tmp_path, journal.run_id).records()
     with pytest.raises(JournalError, match="line 2"):
-        Journal.open(tmp_path, journal.run_id).append("sample", now=NOW)
+        Journal.open(tmp_path, journal.run_id).append(JournalEvent.SAMPLE, now=NOW)
 
 
 def test_out_of_order_records_are_an_error(tmp_path: Path) -> None:
     journal = started(tmp_path)
-    journal.append("sample", now=NOW)
+    journal.append(JournalEvent.SAMPLE, now=NOW)
     lines = journal.path.read_text().splitlines(keepends=True)
     journal.path.write_text(lines[0] + lines[1] + lines[1])
     with pytest.raises(JournalError, match="line 3: seq is 2"):
@@ -259,7 +265,8 @@ def test_records_come_back_in_order(entries: list[tuple[str, dict[str, str | int
     with tempfile.TemporaryDirectory() as root:
         journal = Journal.create(Path(root), "r", {}, now=NOW)
         for index, (event, fields) in enumerate(entries):
-            journal.append(event, now=NOW + index, **fields)
+            # Deliberately arbitrary event names: the journal records any string as given.
+            journal.append(event, now=NOW + index, **fields)  # type: ignore[arg-type]
         records = Journal.open(Path(root), "r").records()
     assert [r["seq"] for r in records] == list(range(1, len(entries) + 2))
     for record, (event, fields) in zip(records[1:], entries, strict=True):
@@ -308,7 +315,7 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
     (
         "only started",
         [rec("run-started")],
-        RunProgress("r", "running", {}, None, None),
+        RunProgress("r", RunStatus.RUNNING, {}, None, None),
     ),
     (
         "completed",
@@ -324,7 +331,7 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
         ],
         RunProgress(
             "r",
-            "completed",
+            RunStatus.COMPLETED,
             {
                 "1:broker-2:backup": step("1:broker-2:backup", finished=True, result=MANIFEST),
                 "2:broker-2:start": step("2:broker-2:start", finished=True),
@@ -344,7 +351,7 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
         ],
         RunProgress(
             "r",
-            "halted",
+            RunStatus.HALTED,
             {"1:broker-2:stop": step("1:broker-2:stop", finished=True)},
             None,
             "gate timed out: t-0 would go below min.insync.replicas",
@@ -360,7 +367,7 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
         ],
         RunProgress(
             "r",
-            "running",
+            RunStatus.RUNNING,
             {
                 "1:broker-2:stop": step("1:broker-2:stop", finished=True),
                 "2:broker-2:delete": step("2:broker-2:delete"),
@@ -382,7 +389,7 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
         ],
         RunProgress(
             "r",
-            "running",
+            RunStatus.RUNNING,
             {
                 "1:broker-2:start": step(
                     "1:broker-2:start", finished=True, result={"pid": 7}, attempts=2
@@ -404,7 +411,7 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
         ],
         RunProgress(
             "r",
-            "running",
+            RunStatus.RUNNING,
             {"1:broker-2:start": step("1:broker-2:start", attempts=2)},
             "1:broker-2:start",
             "exit 1",
@@ -424,7 +431,7 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
         ],
         RunProgress(
             "r",
-            "completed",
+            RunStatus.COMPLETED,
             {
                 "1:broker-2:backup": step("1:broker-2:backup", finished=True, result=MANIFEST),
                 "2:broker-2:delete": step("2:broker-2:delete", finished=True),
@@ -442,7 +449,7 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
         ],
         RunProgress(
             "r",
-            "running",
+            RunStatus.RUNNING,
             {"1:broker-2:verify": step("1:broker-2:verify", failed=True)},
             None,
             "id still wrong",
@@ -451,12 +458,12 @@ REPLAY_CASES: list[tuple[str, Sequence[dict[str, Any]], RunProgress]] = [
     (
         "refused",
         [rec("run-started"), rec("run-refused", error="drift: controller epoch 7 -> 8")],
-        RunProgress("r", "refused", {}, None, "drift: controller epoch 7 -> 8"),
+        RunProgress("r", RunStatus.REFUSED, {}, None, "drift: controller epoch 7 -> 8"),
     ),
     (
         "unknown events are skipped",
         [rec("run-started"), rec("from-the-future", step="x")],
-        RunProgress("r", "running", {}, None, None),
+        RunProgress("r", RunStatus.RUNNING, {}, None, None),
     ),
 ]
 
@@ -474,9 +481,9 @@ def test_replay(records: Sequence[dict[str, Any]], expected: RunProgress) -> Non
 
 def test_replay_of_a_real_journal(tmp_path: Path) -> None:
     journal = started(tmp_path)
-    journal.append("step-started", now=NOW, step="1:broker-2:backup")
-    journal.append("step-finished", now=NOW, step="1:broker-2:backup", result=MANIFEST)
-    journal.append("run-halted", now=NOW, error="ISR did not recover within 60s")
+    journal.append(JournalEvent.STEP_STARTED, now=NOW, step="1:broker-2:backup")
+    journal.append(JournalEvent.STEP_FINISHED, now=NOW, step="1:broker-2:backup", result=MANIFEST)
+    journal.append(JournalEvent.RUN_HALTED, now=NOW, error="ISR did not recover within 60s")
     progress = replay(Journal.open(tmp_path, journal.run_id).records())
     assert progress.run_id == journal.run_id
     assert progress.status == "halted"

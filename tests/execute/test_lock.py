@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -37,7 +38,7 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @contextmanager
-def client(hosts: str, **options: object) -> Iterator[KazooClient]:
+def client(hosts: str, **options: Any) -> Iterator[KazooClient]:
     # Reconnect attempts at most 0.5 s apart, so a restarted ZooKeeper is found quickly.
     zk = KazooClient(hosts, connection_retry={"max_tries": -1, "max_delay": 0.5}, **options)
     zk.start()
@@ -124,6 +125,7 @@ def test_session_expiry_loses_the_lock(zookeeper: str) -> None:
         # Connecting a second client with the same session id and password moves the
         # session to it (ZooKeeper drops the first connection); closing that client ends the
         # session, which the first client learns as SessionExpired on reconnect.
+        assert zk.client_id is not None
         session_id, password = zk.client_id
         thief = KazooClient(zookeeper, client_id=(session_id, password))
         thief.start()
@@ -180,6 +182,7 @@ def test_zookeeper_down_briefly_then_back(tmp_path: Path) -> None:
             lock = RunLock(KazooZooKeeper(zk), "restart", run_id="r1")
             lock.acquire()
             node_path = lock.node_path
+            assert zk.client_id is not None
             session = zk.client_id[0]
 
             process.kill(pid, "QuorumPeerMain")  # a crash: no session is closed
@@ -198,6 +201,7 @@ def test_zookeeper_down_briefly_then_back(tmp_path: Path) -> None:
             finally:
                 restart.join()
                 pid = restarted[0] if restarted else pid
+            assert zk.client_id is not None
             assert zk.client_id[0] == session
             assert lock.node_path == node_path
             assert lock.holder == lock.identifier

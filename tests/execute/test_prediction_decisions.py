@@ -37,7 +37,7 @@ STALE_LEADER = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1, leaders={
 def pre_gate(
     state: ClusterState, *, accepted: set[tuple[str, int]], stale: bool = False
 ) -> str | None:
-    holders = StaleIdHolder({("orders", 1): frozenset({2})} if stale else {})
+    holders = StaleIdHolder({ORDERS_1: frozenset({2})} if stale else {})
     return pre_restart_blocker(
         state,
         3,
@@ -45,7 +45,7 @@ def pre_gate(
         targeted=set(),
         stale=holders,
         min_isr_default=2,
-        accepted=accepted,
+        accepted={TopicPartition(*tp) for tp in accepted},
     )
 
 
@@ -216,7 +216,7 @@ def test_convergence_needs_a_leader_and_the_full_isr_of_every_partition() -> Non
     assert converged_blocker(short, ["orders"]) == (
         "1 partition(s) without a leader and their full ISR: orders-1"
     )
-    assert converged_blocker(short, ["orders"], excused={("orders", 1)}) is None
+    assert converged_blocker(short, ["orders"], excused={ORDERS_1}) is None
     assert converged_blocker(healthy, ["gone"]) == "topic gone is not in ZooKeeper"
 
 
@@ -245,7 +245,7 @@ def test_convergence_needs_zookeepers_id_in_every_file_of_the_scope() -> None:
     assert converged_files_blocker(state, scope, {2: bad}) == (
         f"files still disagree with ZooKeeper: orders-0 holds {OLD} on broker 2"
     )
-    excused = ConvergenceScope(frozenset({"orders"}), frozenset({("orders", 0)}))
+    excused = ConvergenceScope(frozenset({"orders"}), frozenset({ORDERS_0}))
     assert converged_files_blocker(state, excused, {2: bad}) is None
     assert converged_files_blocker(state, scope, {3: "ssh: refused"}) == (
         "broker 3 could not be inspected (ssh: refused)"

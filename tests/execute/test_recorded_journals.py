@@ -449,7 +449,7 @@ def is_new(record: dict[str, Any]) -> bool:
 
 def earlier_kinds(lines: list[str]) -> list[str]:
     """The lines of the record kinds the earlier executor wrote, renumbered."""
-    kept = []
+    kept: list[str] = []
     for line in lines:
         record = json.loads(line)
         # The journal's own encoding: parsing and writing back gives the line unchanged.

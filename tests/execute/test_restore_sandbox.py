@@ -94,14 +94,14 @@ def test_fix_restores_a_lost_id_without_a_restart_and_the_failover_is_harmless(
         for broker in incident.state.brokers:
             cluster.stop_broker(directory, broker.broker_id)
             cluster.start_broker(directory, broker.broker_id, wait=True)
-            wait_until(
-                lambda b=broker.broker_id: all(
+
+            def in_every_isr(b: int = broker.broker_id) -> bool:
+                return all(
                     b in s.isr
                     for s in partition_states(incident.zk, TOPIC, list(range(6))).values()
-                ),
-                f"broker {broker.broker_id} back in every ISR",
-                timeout=90,
-            )
+                )
+
+            wait_until(in_every_isr, f"broker {broker.broker_id} back in every ISR", timeout=90)
         assert set(replica_file_ids(incident.state, TOPIC).values()) == {incident.result.old_id}
         assert run_cli("check", "-c", config).returncode == 0
         incident.close()

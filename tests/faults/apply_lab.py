@@ -389,9 +389,13 @@ class ApplyLab:
         members: dict[str, str] = {}
         for archive in sorted((self.backup_dir / run_id).rglob("*.tar.gz")):
             manifest = archive.with_name(archive.name.removesuffix(".tar.gz") + ".sha256")
-            expected = dict(
-                reversed(line.split(None, 1)) for line in manifest.read_text().splitlines()
-            )
+            # Each line is "<sha256> <path>": by path.
+            expected = {
+                path: digest
+                for digest, path in (
+                    line.split(None, 1) for line in manifest.read_text().splitlines()
+                )
+            }
             assert oct(archive.stat().st_mode & 0o777) == "0o600", archive
             with tarfile.open(archive, "r:gz") as tar:
                 for member in tar.getmembers():

@@ -10,7 +10,8 @@ operator process per kill, each resume waiting for the killed operator's ZooKeep
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import pytest
 
@@ -44,7 +45,7 @@ KILLS = {
     ),
 }
 # What a resumed action reports when the crash came after it took effect.
-NOT_AGAIN = {
+NOT_AGAIN: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "move replicas": lambda result: result["moving"] == [] and result["already"],
     "trigger reassignment": lambda result: result["reassigned"] == [] and result["already"],
     "zk-write topic-id": lambda result: result.get("already") is True,

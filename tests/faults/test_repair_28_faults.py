@@ -94,7 +94,12 @@ def test_sigkill_at_every_step_boundary_of_the_28_repair(reproduced: Reproduced)
         i: list(s["actions"]) for i, s in enumerate(steps)
     }
     assert done.get(len(steps)) == [CONVERGE], "the run did not wait for convergence once"
-    stops = [StepKey.parse(t).broker for t in finished if t.endswith(":stop")]
+    stops: list[int] = []
+    for t in finished:
+        if t.endswith(":stop"):
+            broker = StepKey.parse(t).broker
+            assert broker is not None, t  # a stop is a broker's action
+            stops.append(broker)
     assert sorted(stops) == sorted(s["broker"] for s in steps), f"restarts: {stops}"
     assert len(resumed.events("run-resumed")) == len(steps)
     assert resumed.events("run-completed")

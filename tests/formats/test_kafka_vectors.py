@@ -54,6 +54,7 @@ def check(decode: Callable[[], Any], expected: Outcome) -> None:
             decode()
     else:
         assert callable(expected)
+        assert not isinstance(expected, type)  # not REFUSED, so the predicate
         value = decode()
         assert expected(value), value
 

@@ -20,6 +20,9 @@ from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import TopicAssignment, encode_topic, encode_topic_legacy
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "scala_key_order.json").read_text())
+# The partition counts recorded, as the JSON keys them (decimal strings), smallest first.
+COUNTS_2_8_2: list[str] = sorted(RECORDED["kafka_2_8_2_partition_keys"], key=int)
+COUNTS_1_0_2: list[str] = sorted(RECORDED["kafka_1_0_2_partition_keys"], key=int)
 
 
 @pytest.mark.parametrize(
@@ -30,7 +33,7 @@ def test_java_string_hash(text: str, expected: int) -> None:
     assert java_string_hash(text) == expected
 
 
-@pytest.mark.parametrize("count", sorted(RECORDED["kafka_2_8_2_partition_keys"], key=int))
+@pytest.mark.parametrize("count", COUNTS_2_8_2)
 def test_partition_keys_in_kafka_2_8_2s_order(count: str) -> None:
     expected = RECORDED["kafka_2_8_2_partition_keys"][count]
     assert mutable_hash_map_order(str(p) for p in range(int(count))) == expected
@@ -43,7 +46,7 @@ def test_topic_znode_keys_in_kafka_2_8_2s_order() -> None:
     assert list(json.loads(data)) == RECORDED["kafka_2_8_2_topic_znode_keys"]
 
 
-@pytest.mark.parametrize("count", sorted(RECORDED["kafka_1_0_2_partition_keys"], key=int))
+@pytest.mark.parametrize("count", COUNTS_1_0_2)
 def test_legacy_partition_keys_in_kafka_1_0_2s_order(count: str) -> None:
     expected = RECORDED["kafka_1_0_2_partition_keys"][count]
     assert [str(p) for p in legacy_partition_order(int(count))] == expected

@@ -180,19 +180,19 @@ def test_decode_topic_rejects_bad_data(data: bytes | None) -> None:
 # What Kafka's TopicZNode.decode accepts that a stricter reader would refuse (Json.parseBytes
 # reads the first JSON value with the encoding Jackson detects; `partitions` may be absent;
 # adding/removing replicas are looked up only under the keys `partitions` uses).
-V3 = b'{"version":3,"partitions":{"0":[1,2]},"topic_id":"' + TOPIC_ID_TEXT.encode() + b'"}'
+V3_BYTES = b'{"version":3,"partitions":{"0":[1,2]},"topic_id":"' + TOPIC_ID_TEXT.encode() + b'"}'
 
 
 @pytest.mark.parametrize(
     ("data", "partitions", "adding"),
     [
-        pytest.param(V3 + b" x", {0: (1, 2)}, {}, id="trailing-junk"),
-        pytest.param(V3 + b'{"partitions":{}}', {0: (1, 2)}, {}, id="second-object"),
-        pytest.param(b" \n" + V3 + b"\n", {0: (1, 2)}, {}, id="surrounding-whitespace"),
-        pytest.param(b"\xef\xbb\xbf" + V3, {0: (1, 2)}, {}, id="utf8-bom"),
-        pytest.param(V3.decode().encode("utf-16-le"), {0: (1, 2)}, {}, id="utf16-le"),
-        pytest.param(V3.decode().encode("utf-16"), {0: (1, 2)}, {}, id="utf16-bom"),
-        pytest.param(V3.decode().encode("utf-32-be"), {0: (1, 2)}, {}, id="utf32-be"),
+        pytest.param(V3_BYTES + b" x", {0: (1, 2)}, {}, id="trailing-junk"),
+        pytest.param(V3_BYTES + b'{"partitions":{}}', {0: (1, 2)}, {}, id="second-object"),
+        pytest.param(b" \n" + V3_BYTES + b"\n", {0: (1, 2)}, {}, id="surrounding-whitespace"),
+        pytest.param(b"\xef\xbb\xbf" + V3_BYTES, {0: (1, 2)}, {}, id="utf8-bom"),
+        pytest.param(V3_BYTES.decode().encode("utf-16-le"), {0: (1, 2)}, {}, id="utf16-le"),
+        pytest.param(V3_BYTES.decode().encode("utf-16"), {0: (1, 2)}, {}, id="utf16-bom"),
+        pytest.param(V3_BYTES.decode().encode("utf-32-be"), {0: (1, 2)}, {}, id="utf32-be"),
         pytest.param(b'{"version":1}', {}, {}, id="no-partitions"),
         pytest.param(
             b'{"partitions":{"0":[1]},"adding_replicas":{"x":[1],"5":"junk"}}',

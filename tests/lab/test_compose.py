@@ -137,8 +137,8 @@ def test_cluster_yaml_service_commands_drive_compose(normalized: dict[str, Any])
         # Run from lab/, which is where local service commands run (cluster.yaml's directory).
         assert (config.base_dir / "../docker-compose.yml").resolve() == COMPOSE_FILE
     # Controlled shutdown gets time before Compose sends SIGKILL.
-    for broker in BROKERS:
-        grace = normalized["services"][f"kafka-{broker}"]["stop_grace_period"]
+    for broker_id in BROKERS:
+        grace = normalized["services"][f"kafka-{broker_id}"]["stop_grace_period"]
         assert grace == "2m0s" or grace == "120s"
 
 

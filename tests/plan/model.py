@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import BrokerRegistration, Endpoint, PartitionState, TopicAssignment
 from remediate.scan.findings import Finding
-from remediate.state import ClusterState, TopicState
+from remediate.scan.kinds import FindingKind
+from remediate.state import ClusterState, TopicPartition, TopicState
 
 OLD = "AAAAAAAAAAAAAAAAAAAAAQ"
 NEW = "AAAAAAAAAAAAAAAAAAAAAg"
@@ -35,7 +36,7 @@ def cluster(
     registered: Sequence[int] | None = None,
 ) -> ClusterState:
     topic_states = {}
-    partitions = {}
+    partitions: dict[TopicPartition, PartitionState] = {}
     for name, assignment in topics.items():
         topic_states[name] = TopicState(
             name,
@@ -48,7 +49,7 @@ def cluster(
             config={"min.insync.replicas": str((min_isr or {}).get(name, 2))},
         )
         for number, replicas in assignment.items():
-            tp = (name, number)
+            tp = TopicPartition(name, number)
             partitions[tp] = PartitionState(
                 leader=(leaders or {}).get(tp, replicas[0]),
                 leader_epoch=1,
@@ -70,7 +71,7 @@ def replica(
 ) -> Finding:
     file_id = {"OK": NEW, "METADATA_MISSING": None, "METADATA_CORRUPT": None}.get(kind, OLD)
     return Finding(
-        kind=kind,
+        kind=FindingKind(kind),
         cluster="c",
         broker=broker_id,
         topic=topic,

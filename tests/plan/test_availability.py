@@ -19,12 +19,13 @@ from remediate.plan.availability import (
 )
 from remediate.plan.order import order_restarts
 from remediate.scan.findings import Finding
+from remediate.scan.kinds import FindingKind
 from remediate.state import ClusterState, TopicPartition
 from tests.plan.model import OLD, cluster, findings_for
 
 T0 = TopicPartition("t", 0)
 
-P = ("t", 0)
+P = TopicPartition("t", 0)
 ALL = frozenset({P})
 
 
@@ -49,7 +50,7 @@ def one_partition(
     if fenced:
         findings.append(
             Finding(
-                kind="LEADER_FENCED_BY_STALE_ID",
+                kind=FindingKind.LEADER_FENCED_BY_STALE_ID,
                 cluster="c",
                 broker=leader,
                 topic="t",
@@ -180,7 +181,7 @@ def test_the_incident_after_reproduce_the_controller_last_heals_the_old_partitio
     findings = findings_for(state, old)
     findings += [
         Finding(
-            kind="LEADER_FENCED_BY_STALE_ID",
+            kind=FindingKind.LEADER_FENCED_BY_STALE_ID,
             cluster="c",
             broker=leader,
             topic="o",
@@ -192,14 +193,14 @@ def test_the_incident_after_reproduce_the_controller_last_heals_the_old_partitio
     model = build_model(
         state, findings, min_isr_default=1, lines=KafkaLines.uniform((2, 8), state.brokers)
     )
-    stale = {("o", 0), ("o", 1), ("o", 2)}
+    stale = {TopicPartition("o", 0), TopicPartition("o", 1), TopicPartition("o", 2)}
     order = order_restarts(model, [1, 2, 3], {b: frozenset(stale) for b in (1, 2, 3)})
     assert order.brokers[-1] == 2
     assert order.timeline.unavailable_now == stale
     assert order.timeline.newly_unavailable() == {}
     assert order.timeline.converged
     # The new partition only sees leader moves.
-    assert "o-3" not in order.timeline.windows()
+    assert TopicPartition("o", 3) not in order.timeline.windows()
     assert "active controller" in order.reasons[2]
 
 

@@ -19,6 +19,7 @@ from remediate.plan import (
     FileKey,
     Plan,
     PlanOptions,
+    RestartStep,
     compute_digest,
     make_plan,
     plan_from_json,
@@ -28,6 +29,7 @@ from remediate.plan.planner import _cleared
 from remediate.plan.render import plan_markdown, plan_table
 from remediate.playbook import Action, Playbook, load_playbook
 from remediate.scan.findings import Finding
+from remediate.scan.kinds import FindingKind
 from remediate.state import ClusterState, TopicPartition
 from remediate.workflows import unaccepted
 from tests.plan.model import cluster, findings_for
@@ -79,6 +81,7 @@ def test_followers_of_a_leader_that_agrees_are_repaired_controller_last() -> Non
     assert [s.is_controller for s in plan.steps] == [False, True]
     assert plan.steps[0].files == tuple(files(3, "t-0"))
     assert plan.steps[0].partitions == (TopicPartition("t", 0),)
+    assert isinstance(plan.steps[0], RestartStep)
     assert plan.steps[0].impact == ("t-0: isr 3 -> 2 (min 2)",)
     assert plan.steps[0].actions == steps.RESTART_ACTIONS
     assert "will leave the ISR" not in plan.steps[0].reason
@@ -166,7 +169,7 @@ def test_an_unreachable_broker_refuses_the_plan() -> None:
     state = cluster(brokers=[1, 2, 3], topics={"t": {0: [1, 2, 3]}}, controller=1)
     findings = findings_for(state, {(2, "t", 0): "TOPIC_ID_MISMATCH"})
     findings.append(
-        Finding(kind="BROKER_UNREACHABLE", cluster="c", broker=3, detail="ssh: timed out")
+        Finding(kind=FindingKind.BROKER_UNREACHABLE, cluster="c", broker=3, detail="ssh: timed out")
     )
     plan = plan_for(state, [f for f in findings if f.broker != 3 or f.kind == "BROKER_UNREACHABLE"])
     assert plan.refused
@@ -343,8 +346,11 @@ def test_plan_properties(
     )
     cleared = {s.broker: _cleared(s) for s in plan.restarts}
 
-    def predicted(brokers: list[int]) -> tuple[int, ...]:
-        restarts = [RestartOp(b, cleared[b]) for b in (*brokers, *controller)]
+    def predicted(brokers: list[int | None]) -> tuple[int, ...]:
+        restarts = []
+        for b in (*brokers, *controller):
+            assert b is not None  # called for plans of restarts only: each names its broker
+            restarts.append(RestartOp(b, cleared[b]))
         return harm(simulate(model, restarts), len(restarts))
 
     if plan.restores == ():
@@ -376,7 +382,7 @@ FIELD_MUTATIONS = [
 
 
 @pytest.mark.parametrize(("field", "value"), FIELD_MUTATIONS, ids=[f for f, _ in FIELD_MUTATIONS])
-def test_the_digest_changes_when_any_field_changes(field: str, value: object) -> None:
+def test_the_digest_changes_when_any_field_changes(field: str, value: Any) -> None:
     state = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=3)
     plan = plan_for(state, findings_for(state, {(1, "orders", 0): "TOPIC_ID_MISMATCH"}))
     changed = replace(plan, **{field: value})

@@ -38,7 +38,8 @@ ENTRIES: list[dict[str, Any]] = [
 
 
 def entry_id(entry: dict[str, Any]) -> str:
-    return entry["digest"][:12]
+    digest: str = entry["digest"]
+    return digest[:12]
 
 
 def sha256(text: str) -> str:

@@ -20,6 +20,7 @@ from remediate.plan import (
 from remediate.plan.render import plan_markdown
 from remediate.playbook import load_playbook
 from remediate.scan.findings import Finding
+from remediate.scan.kinds import FindingKind
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
 from tests.plan.model import NEW, OLD, cluster, findings_for
 
@@ -69,9 +70,9 @@ def missing_findings(state: ClusterState, topic: str) -> list[Finding]:
     result = []
     for f in findings_for(state):
         if f.topic == topic:
-            f = replace(f, kind="OK", file_topic_id=OLD, zk_topic_id=None)
+            f = replace(f, kind=FindingKind.OK, file_topic_id=OLD, zk_topic_id=None)
         result.append(f)
-    return [*result, Finding(kind="ZK_TOPIC_ID_MISSING", cluster="c", topic=topic)]
+    return [*result, Finding(kind=FindingKind.ZK_TOPIC_ID_MISSING, cluster="c", topic=topic)]
 
 
 def test_every_replica_holding_the_old_id_is_one_restore_and_no_restart() -> None:
@@ -123,7 +124,7 @@ def test_a_lost_id_is_restored_without_election_before_anything_else() -> None:
     state = without_zk_id(base, "orders")
     findings = missing_findings(state, "orders")
     findings = [
-        replace(f, kind="TOPIC_ID_MISMATCH") if f.topic == "t" and f.broker == 3 else f
+        replace(f, kind=FindingKind.TOPIC_ID_MISMATCH) if f.topic == "t" and f.broker == 3 else f
         for f in findings
     ]
     plan = plan_for(state, findings)
@@ -172,7 +173,9 @@ def test_a_lost_id_without_agreement_is_refused_with_the_reason(change: Any, rea
 def test_an_unreachable_broker_blocks_the_restore() -> None:
     state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1), "orders")
     findings = [f for f in missing_findings(state, "orders") if f.broker != 3]
-    findings.append(Finding(kind="BROKER_UNREACHABLE", cluster="c", broker=3, detail="ssh: no"))
+    findings.append(
+        Finding(kind=FindingKind.BROKER_UNREACHABLE, cluster="c", broker=3, detail="ssh: no")
+    )
     plan = plan_for(state, findings)
     assert plan.refused
     assert any("broker(s) [3] hosting orders could not be inspected" in r for r in plan.refusals)
@@ -188,7 +191,7 @@ def test_an_election_is_refused_while_another_topic_has_no_id() -> None:
         for f in findings_for(base)
         if f.topic == "lost"
     ]
-    findings.append(Finding(kind="ZK_TOPIC_ID_MISSING", cluster="c", topic="lost"))
+    findings.append(Finding(kind=FindingKind.ZK_TOPIC_ID_MISSING, cluster="c", topic="lost"))
     plan = plan_for(state, findings)
     assert plan.refused
     assert any("mints a new id for lost" in r for r in plan.refusals), plan.refusals
@@ -218,7 +221,7 @@ def test_restart_steps_keep_their_kind_in_json() -> None:
 def test_replicas_without_a_file_take_the_restored_id_and_do_not_block() -> None:
     state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1), "orders")
     findings = [
-        replace(f, kind="METADATA_MISSING", file_topic_id=None)
+        replace(f, kind=FindingKind.METADATA_MISSING, file_topic_id=None)
         if f.topic == "orders" and f.partition == 2
         else f
         for f in missing_findings(state, "orders")
@@ -231,7 +234,9 @@ def test_replicas_without_a_file_take_the_restored_id_and_do_not_block() -> None
 def test_no_file_anywhere_means_nothing_to_restore() -> None:
     state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=1), "orders")
     findings = [
-        replace(f, kind="METADATA_MISSING", file_topic_id=None) if f.topic == "orders" else f
+        replace(f, kind=FindingKind.METADATA_MISSING, file_topic_id=None)
+        if f.topic == "orders"
+        else f
         for f in missing_findings(state, "orders")
     ]
     plan = plan_for(state, findings)
@@ -280,12 +285,12 @@ def test_a_candidate_that_is_not_possible_is_an_error_naming_the_possible_ones()
 def test_a_lost_id_no_replica_claims_gets_a_controller_election_that_mints_one() -> None:
     state = without_zk_id(cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2), "orders")
     findings = [
-        replace(f, kind="METADATA_MISSING", file_topic_id=None, zk_topic_id=None)
+        replace(f, kind=FindingKind.METADATA_MISSING, file_topic_id=None, zk_topic_id=None)
         if f.topic == "orders"
         else f
         for f in findings_for(state)
     ]
-    findings.append(Finding(kind="ZK_TOPIC_ID_MISSING", cluster="c", topic="orders"))
+    findings.append(Finding(kind=FindingKind.ZK_TOPIC_ID_MISSING, cluster="c", topic="orders"))
     plan = plan_for(state, findings)
     assert not plan.refused, plan.refusals
     (step,) = plan.steps
@@ -300,8 +305,12 @@ def test_a_lost_id_no_replica_claims_gets_a_controller_election_that_mints_one()
 def restarted_during_the_incident(state: ClusterState) -> tuple[ClusterState, list[Finding]]:
     """Every replica holds OLD; broker 1 restarted after the failover and was rejected: it
     is out of every ISR."""
-    isr = {tp: [b for b in state.replicas(*tp) if b != 1] for tp in state.partitions}
-    leaders = {tp: next(b for b in state.replicas(*tp) if b != 1) for tp in state.partitions}
+    isr: dict[tuple[str, int], list[int]] = {
+        tp: [b for b in state.replicas(*tp) if b != 1] for tp in state.partitions
+    }
+    leaders: dict[tuple[str, int], int] = {
+        tp: next(b for b in state.replicas(*tp) if b != 1) for tp in state.partitions
+    }
     again = cluster(brokers=[1, 2, 3], topics=ORDERS, controller=2, isr=isr, leaders=leaders)
     kinds = {
         key: "TOPIC_ID_MISMATCH_OUT_OF_ISR" if key[0] == 1 else kind

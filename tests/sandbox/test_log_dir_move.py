@@ -182,10 +182,10 @@ def test_the_move_and_the_trigger(incident: Incident) -> None:
     # The partition left alone is still fenced: the move healed the other, not time.
     producer = incident.kafka.producer(timeout_ms=3000)
     try:
-        _, refused = producer.send(TOPIC, control, [("control", "v")])
+        _, control_error = producer.send(TOPIC, control, [("control", "v")])
     finally:
         producer.close()
-    assert refused is not None
+    assert control_error is not None
     records, errors = incident.kafka.consume(TOPIC, timeout=20)
     assert partition not in errors
     read = {(r.offset, r.key) for r in records if r.partition == partition}

@@ -89,18 +89,21 @@ def test_restarting_every_broker_leaves_the_old_partitions_without_a_working_lea
             if broker == incident.result.restarted_broker:
                 continue
             cluster.stop_broker(incident.directory, broker)
+
             # The controller has handled the stop and the sampler has seen the outcome: no
             # old partition is led by the stopped broker (another leads it, or none does).
-            assert sampler.sampled(
-                lambda latest, b=broker: all(s.leader != b for s in latest.values())
-            )
+            def not_led_by(latest: dict[int, PartitionState], b: int = broker) -> bool:
+                return all(s.leader != b for s in latest.values())
+
+            assert sampler.sampled(not_led_by)
             cluster.start_broker(incident.directory, broker, wait=True)
+
             # Back in the ISR of every new partition (it refuses the old ones) before the
             # next broker stops, so that the new partitions never lose their quorum.
-            assert wait_until(
-                lambda b=broker: all(b in s.isr for s in states(incident.zk, TOPIC, NEW).values()),
-                timeout=60,
-            )
+            def in_every_new_isr(b: int = broker) -> bool:
+                return all(b in s.isr for s in states(incident.zk, TOPIC, NEW).values())
+
+            assert wait_until(in_every_new_isr, timeout=60)
     # While the last in-sync replica was down, the partitions had no leader at all ...
     assert sampler.offline_seen == set(OLD)
     # ... and now every broker refuses them: producers fail on every old partition only.
@@ -128,14 +131,15 @@ def test_manual_repair_heals_the_cluster_without_losing_acknowledged_records(
             cluster.start_broker(incident.directory, broker, wait=True)
             # Back in the ISR of every new partition (the old ones heal once every broker is
             # repaired) and the cluster takes writes again, before the next broker stops.
-            acked = len(producer.acked)
-            assert wait_until(
-                lambda b=broker, acked=acked: (
+            acked_before = len(producer.acked)
+
+            def back_and_writable(b: int = broker, acked_before: int = acked_before) -> bool:
+                return (
                     all(b in s.isr for s in states(incident.zk, TOPIC, NEW).values())
-                    and len(producer.acked) > acked
-                ),
-                timeout=60,
-            )
+                    and len(producer.acked) > acked_before
+                )
+
+            assert wait_until(back_and_writable, timeout=60)
         assert wait_until(
             lambda: all(len(s.isr) == 3 for s in states(incident.zk, TOPIC, ALL).values()),
             timeout=60,

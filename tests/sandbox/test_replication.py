@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
+from kazoo.client import KazooClient
 
 from remediate.formats.logdir import LEADER_EPOCH_CHECKPOINT, parse_leader_epoch_checkpoint
 from remediate.sandbox import admin, cluster
-from remediate.sandbox.emulated import client
+from remediate.sandbox.emulated import client, wire
 from remediate.sandbox.emulated.storage import PartitionLog
 from tests.sandbox.helpers import replica_dirs, states
 from tests.wait import wait_until
@@ -25,6 +25,13 @@ def pause(directory: Path, broker: int) -> int:
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)
     return pid
+
+
+def fetchers(zk: KazooClient, broker: int, *, pause: bool) -> dict[str, object]:
+    """The emulated broker's fetchers paused (answered once none has a fetch in flight) or
+    resumed: the sandbox's PauseFetchers, for fault injection."""
+    host, port = admin.broker_endpoint(zk, broker)
+    return wire.call_once(host, port, {"api": "PauseFetchers", "pause": pause, "timeout_s": 10})
 
 
 def read_log(
@@ -44,9 +51,9 @@ def test_a_stalled_follower_leaves_the_isr_and_rejoins_after_catching_up(
         admin.create_topic(zk, "lag", 1, 3, config={"min.insync.replicas": "2"})
         assert wait_until(lambda: zk.exists("/brokers/topics/lag/partitions/0/state") is not None)
         leader = states(zk, "lag", [0])[0].leader
-        follower = next(
-            b for b in (1, 2, 3) if b != leader and b != admin.current_controller(zk).broker_id
-        )  # type: ignore[union-attr]
+        controller = admin.current_controller(zk)
+        assert controller is not None
+        follower = next(b for b in (1, 2, 3) if b not in (leader, controller.broker_id))
         pid = pause(directory, follower)
         try:
             # Past replica.lag.time.max.ms (3 s) the leader shrinks the ISR through AlterIsr.
@@ -97,18 +104,18 @@ def test_a_returning_leader_truncates_what_it_never_replicated(
         ).acked
         assert len(committed) == 10
         followers = [b for b in (1, 2, 3) if b != leader]
-        pids = [pause(directory, b) for b in followers]
         try:
-            # Let the fetches the followers already sent time out empty (replica.fetch.wait.max.ms)
-            # so that no response in flight carries what comes next.
-            time.sleep(1.0)
+            # The followers stop fetching, and say so once none has a fetch in flight: no
+            # response can still carry what comes next.
+            for follower in followers:
+                assert fetchers(zk, follower, pause=True) == {"error": wire.NONE, "idle": True}
             # acks=1: the leader alone has these; nobody can fetch them before it dies.
             tail = client.produce(zk, "diverge", count=5, key_prefix="unreplicated", acks=1).acked
             assert len(tail) == 5
             assert cluster.kill_broker(directory, leader)
         finally:
-            for pid in pids:
-                os.kill(pid, signal.SIGCONT)
+            for follower in followers:
+                fetchers(zk, follower, pause=False)
         assert wait_until(lambda: states(zk, "diverge", [0])[0].leader in followers, timeout=30)
         new_leader = states(zk, "diverge", [0])[0].leader
         after = client.produce(zk, "diverge", count=10, key_prefix="new-epoch", retries=20).acked

@@ -19,7 +19,7 @@ def spark() -> Iterator[Any]:
     """One local Spark session for every classification test (start-up costs seconds)."""
     session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "1"})
     yield session
-    session.stop()  # type: ignore[attr-defined]
+    session.stop()
 
 
 def _spark_class() -> Path:

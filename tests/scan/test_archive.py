@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,12 @@ def test_the_key_changes_with_everything_the_jvm_checks(
     assert first is not None and first == archive.key(OPTIONS, java=java, spark=spark)
     (spark / "jars" / "README").write_text("still not a jar")
     assert archive.key(OPTIONS, java=java, spark=spark) == first, "only jars count"
-    changes = {
+
+    def another_conf_dir() -> str | None:
+        monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+        return archive.key(OPTIONS, java=java, spark=spark)
+
+    changes: dict[str, Callable[[], str | None]] = {
         "options": lambda: archive.key(f"{OPTIONS} -Xmx2g", java=java, spark=spark),
         "a jar": lambda: (
             (spark / "jars" / "spark-core.jar").write_bytes(b"spark-core.jar, upgraded"),
@@ -64,12 +70,9 @@ def test_the_key_changes_with_everything_the_jvm_checks(
             (java / "lib" / "server" / "libjvm.so").write_bytes(b"another jvm"),
             archive.key(OPTIONS, java=java, spark=spark),
         )[1],
-        "the conf dir": lambda: (
-            monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path)),
-            archive.key(OPTIONS, java=java, spark=spark),
-        )[1],
+        "the conf dir": another_conf_dir,
     }
-    seen = {first}
+    seen: set[str | None] = {first}
     for what, change in changes.items():
         now = change()
         assert now not in seen, what

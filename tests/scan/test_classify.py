@@ -172,6 +172,11 @@ def test_classification(
 
 def test_findings_carry_both_ids_and_isr_membership(spark: Any, tmp_path: Path) -> None:
     report, _ = classify_snapshots(spark, [mismatched().write(tmp_path / "s")], include_ok=True)
+    # Every replica of both partitions, the one out of each ISR included: a classification
+    # that found nothing would prove nothing here.
+    assert {(f.broker, f.partition) for f in report.findings} == {
+        (b, p) for p in (0, 1) for b in (1, 2, 3)
+    }
     for finding in report.findings:
         assert (finding.file_topic_id, finding.zk_topic_id) == (X, Y)
         assert finding.in_isr is (finding.kind == "TOPIC_ID_MISMATCH")

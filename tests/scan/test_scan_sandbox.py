@@ -357,10 +357,15 @@ def test_hostile_and_broken_things_are_reported_and_never_executed(
         (f.broker, f.topic, f.partition) for f in report.findings if f.kind == "METADATA_CORRUPT"
     ]
     assert corrupt == [(1, "t", 0)]
-    assert "non-zero topic id" in next(
-        f.detail for f in report.findings if f.kind == "METADATA_CORRUPT"
-    )
-    missing = sorted(f.partition for f in report.findings if f.kind == "REPLICA_DIR_MISSING")
+    corrupt_detail = next(f.detail for f in report.findings if f.kind == "METADATA_CORRUPT")
+    assert corrupt_detail is not None
+    assert "non-zero topic id" in corrupt_detail
+    missing: list[int] = []
+    for f in report.findings:
+        if f.kind == "REPLICA_DIR_MISSING":
+            assert f.partition is not None  # a replica's finding names its partition
+            missing.append(f.partition)
+    missing.sort()
     assert lost and missing == lost
     assert all(
         "missing" in (f.detail or "") for f in report.findings if f.kind == "REPLICA_DIR_MISSING"

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from remediate.errors import SparkNotInstalledError
-from remediate.scan import session
+from remediate.scan import archive, session
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_without_pyspark_a_spark_session_is_refused_before_it_starts(
 ) -> None:
     """Where PySpark is not installed, a session is refused at once (before the caller reads
     the cluster), in one line naming the extra; no thread is started."""
-    monkeypatch.setattr(session.cds, "spark_home", lambda: None)
+    monkeypatch.setattr(archive, "spark_home", lambda: None)  # session.py's `cds`
     for start in (session.BackgroundSession, session.spark_session):
         with pytest.raises(SparkNotInstalledError) as refused:
             start()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from remediate.scan.findings import EXIT_CODES, ScanReport
-from remediate.scan.kinds import FindingKind
+from remediate.scan.kinds import FindingKind, Severity
 from remediate.scan.scanner import classify_snapshots
 from tests.scan.builder import SnapshotBuilder, X, Y
 
@@ -126,7 +126,7 @@ def test_evidence(fleet: ScanReport) -> None:
 
 
 def test_a_fenced_leader_makes_the_cluster_critical(fleet: ScanReport) -> None:
-    assert EXIT_CODES["CRITICAL"] == 2
+    assert EXIT_CODES[Severity.CRITICAL] == 2
     assert fleet.status == "CRITICAL"
     others = [f for f in fleet.findings if f.kind != FindingKind.OK and f.cluster == "case0"]
     assert {(f.kind, f.broker) for f in others} == {

@@ -20,7 +20,7 @@ def test_the_summary_counts_every_kind_and_lists_what_is_not_ok() -> None:
 
 
 def test_unpacking_gives_each_finding_its_cluster_and_each_group_its_count() -> None:
-    rows = [
+    rows: list[dict[str, object]] = [
         {"cluster": "c1", "broker": 1, "kind": "OK", "n": 3, "listed": None},  # DuckDB: NULL
         {"cluster": "c1", "broker": 2, "kind": "OK", "n": 2, "listed": []},  # Spark: []
         {

@@ -433,6 +433,12 @@ class Broker:
             return self.replicas.handle_alter_replica_log_dirs(request)
         if api == "DescribeLogDirs":
             return self.replicas.handle_describe_log_dirs(request)
+        if api == "PauseFetchers":  # fault injection, not Kafka's (replica.FetcherManager)
+            if request.get("pause"):
+                idle = self.replicas.fetchers.pause(timeout=float(request.get("timeout_s", 10)))
+                return {"error": wire.NONE, "idle": idle}
+            self.replicas.fetchers.resume()
+            return {"error": wire.NONE}
         if api in (
             "ControlledShutdown",
             "AlterIsr",

@@ -904,11 +904,29 @@ def load_future_logs(log_dirs: list[LogDir]) -> dict[TopicPartition, PartitionLo
 
 
 class FetcherManager:
-    """One fetcher thread per leader broker (ReplicaFetcherManager)."""
+    """One fetcher thread per leader broker (ReplicaFetcherManager).
+
+    Not Kafka's: `pause` (the sandbox's PauseFetchers request, for fault injection) stops
+    every fetcher and returns once none has a request in flight, so that a test knows no
+    fetch response can still carry what its leader takes next; `resume` lets them go on."""
 
     def __init__(self, replicas: ReplicaManager) -> None:
         self.replicas = replicas
         self.threads: dict[int, FetcherThread] = {}
+        self.paused = threading.Event()
+
+    def pause(self, timeout: float) -> bool:
+        """Stop fetching; True once no fetcher has a request in flight (within `timeout`)."""
+        self.paused.set()
+        deadline = time.monotonic() + timeout
+        return all(
+            thread.idle.wait(max(0.0, deadline - time.monotonic()))
+            for thread in list(self.threads.values())
+            if thread.is_alive()
+        )
+
+    def resume(self) -> None:
+        self.paused.clear()
 
     def add(self, leader: int, endpoint: tuple[str, int], tp: TopicPartition) -> None:
         thread = self.threads.get(leader)
@@ -916,7 +934,7 @@ class FetcherManager:
             thread.stop()
             thread = None
         if thread is None or not thread.is_alive():
-            thread = FetcherThread(self.replicas, leader, endpoint)
+            thread = FetcherThread(self.replicas, leader, endpoint, self.paused)
             self.threads[leader] = thread
             thread.start()
         thread.add(tp)
@@ -938,9 +956,19 @@ class FetcherThread(threading.Thread):
     delayPartitions); only a failed request backs the whole thread off.
     """
 
-    def __init__(self, replicas: ReplicaManager, leader: int, endpoint: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        leader: int,
+        endpoint: tuple[str, int],
+        paused: threading.Event,
+    ) -> None:
         super().__init__(name=f"ReplicaFetcherThread-{replicas.broker_id}-{leader}", daemon=True)
         self.replicas = replicas
+        # The manager's pause (fault injection), and this thread's answer: set while it
+        # holds still with nothing in flight.
+        self.paused = paused
+        self.idle = threading.Event()
         self.leader = leader
         self.endpoint = endpoint
         self.partitions: dict[TopicPartition, bool] = {}  # tp -> needs truncation
@@ -962,6 +990,13 @@ class FetcherThread(threading.Thread):
 
     def run(self) -> None:
         while not self._stopped.is_set() and not self.replicas.stopping.is_set():
+            # Cleared before the pause is looked at: a pause that finds `idle` set knows this
+            # thread sends nothing until it is resumed.
+            self.idle.clear()
+            if self.paused.is_set():
+                self.idle.set()
+                self._stopped.wait(0.01)
+                continue
             try:
                 self._fetch_once()
             except wire.WireError:
