@@ -28,6 +28,12 @@ settings.load_profile("suite")
 # end on Spark in tests/acceptance/test_repair_28.py. `REMEDIATE_ENGINE=spark make test` runs
 # every command of the suite on Spark.
 os.environ.setdefault("REMEDIATE_ENGINE", "duckdb")
+# Real brokers in the suite's sandboxes are tuned for it (jvm_broker.Tuning.TEST): shorter
+# controlled-shutdown retries and ZooKeeper session, which the suite would otherwise wait out
+# at every `sandbox down` and every killed broker, and a JVM that spends less of two cores on
+# compiling; `make matrix`, `make demo` and the benches keep Kafka's.
+# `REMEDIATE_SANDBOX_TUNING=kafka make test` runs the suite as Kafka ships.
+os.environ.setdefault(cluster.TUNING_ENV, "test")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -15,7 +15,7 @@ from remediate.cli.common import console
 from remediate.errors import SandboxError
 from remediate.sandbox import admin, clients, cluster, legacy_admin
 from remediate.sandbox.migration import run as migration
-from remediate.sandbox.real import jvm_broker, kafka_jars, releases
+from remediate.sandbox.real import class_archive, jvm_broker, kafka_jars, releases
 from remediate.sandbox.reproduce import IncidentStep, reproduce
 
 DEFAULT_DIR = ".sandbox"
@@ -104,6 +104,16 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
     metavar="KEY=VALUE",
     help="A broker setting (Kafka's key) for every broker's server.properties; repeatable.",
 )
+@click.option(
+    "--tuning",
+    type=click.Choice([t.value for t in jvm_broker.Tuning]),
+    default=jvm_broker.Tuning.KAFKA.value,
+    show_default=True,
+    envvar=cluster.TUNING_ENV,
+    help="Real brokers as Kafka ships them, or as the test suite runs them: shorter"
+    " controlled-shutdown retries and ZooKeeper session, a leaner JVM (docs/sandbox.md). The"
+    " emulator's timers are its own.",
+)
 @json_option
 def up(
     directory: Path,
@@ -114,6 +124,7 @@ def up(
     log_dirs: int,
     log_recovery_ms: int,
     broker_properties: tuple[str, ...],
+    tuning: str,
     as_json: bool,
 ) -> None:
     """Start ZooKeeper and the brokers; write DIR/cluster.yaml. Safe to run twice."""
@@ -138,6 +149,7 @@ def up(
             log_dirs_per_broker=log_dirs,
             ssh=ssh,
             properties=properties or None,
+            tuning=jvm_broker.Tuning(tuning),
         )
     _show_status(directory, as_json)
 
@@ -153,8 +165,9 @@ def up(
 @json_option
 def fetch_kafka(versions: tuple[str, ...], every: bool, as_json: bool) -> None:
     """Fetch real Kafka's jars from Maven Central once: the brokers of VERSION... (by default
-    the releases make test runs: 2.8.2, 3.4.1, 3.6.2 and 3.9.2) and Kafka 1.0.2's tools.
-    Nothing is fetched while the cache holds them complete."""
+    the releases make test runs: 2.8.2, 3.4.1, 3.6.2 and 3.9.2) and Kafka 1.0.2's tools, and
+    build each broker's class-data archive (its brokers start in half the time). Nothing is
+    fetched or built while the cache holds it complete."""
     if every and versions:
         raise click.UsageError("give VERSION... or --all, not both")
     try:
@@ -164,12 +177,22 @@ def fetch_kafka(versions: tuple[str, ...], every: bool, as_json: bool) -> None:
         raise click.BadParameter(str(error), param_hint="VERSION") from None
     with err.status("fetching real Kafka's jars with Maven"):
         fetched = kafka_jars.fetch(classpaths)
+    archives: dict[str, str] = {}
+    for version in chosen or releases.TESTED:
+        release = releases.release(version)
+        if class_archive.usable(release) is None:
+            with err.status(f"building {release.label}'s class-data archive"):
+                class_archive.build(release, java=cluster.java_executable())
+            archives[version] = str(class_archive.usable(release))
     if as_json:
-        emit_json({"cache": str(kafka_jars.jars_dir()), "fetched": fetched})
-    elif fetched:
+        emit_json({"cache": str(kafka_jars.jars_dir()), "fetched": fetched, "archived": archives})
+        return
+    if fetched:
         out.print(f"fetched {', '.join(fetched)} into {kafka_jars.jars_dir()}")
     else:
         out.print(f"real Kafka's jars are in {kafka_jars.jars_dir()}")
+    if archives:
+        out.print(f"built the class-data archives of {', '.join(archives)}")
 
 
 @sandbox.command()

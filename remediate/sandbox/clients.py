@@ -7,7 +7,7 @@ shape (records.py), so reproduce, the CLI and the tests never ask which.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Protocol, TextIO
 
 from kazoo.client import KazooClient
@@ -41,8 +41,11 @@ class SandboxClient(Protocol):
     ) -> ProduceReport: ...
 
     def consume(
-        self, topic: str, *, timeout: float = 10.0
-    ) -> tuple[list[ConsumedRecord], dict[int, str]]: ...
+        self, topic: str, *, timeout: float = 10.0, refused_by: Collection[str] = ()
+    ) -> tuple[list[ConsumedRecord], dict[int, str]]:
+        """Every partition read from its start to its end within `timeout`; the errors of
+        those that were not, per partition. A partition that gets an error of `refused_by`
+        is not asked again: the consumer was refused, and waiting would not change it."""
 
     def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender: ...
 
@@ -78,9 +81,9 @@ class EmulatedClient:
         )
 
     def consume(
-        self, topic: str, *, timeout: float = 10.0
+        self, topic: str, *, timeout: float = 10.0, refused_by: Collection[str] = ()
     ) -> tuple[list[ConsumedRecord], dict[int, str]]:
-        return client.consume(self.zk, topic, timeout=timeout)
+        return client.consume(self.zk, topic, timeout=timeout, refused_by=refused_by)
 
     def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender:
         return client.Producer(self.zk, acks=acks, timeout_ms=timeout_ms)
@@ -119,11 +122,11 @@ class RealClient:
         )
 
     def consume(
-        self, topic: str, *, timeout: float = 10.0
+        self, topic: str, *, timeout: float = 10.0, refused_by: Collection[str] = ()
     ) -> tuple[list[ConsumedRecord], dict[int, str]]:
         from remediate.sandbox.real import kafka_client  # noqa: PLC0415
 
-        return kafka_client.consume(self.bootstrap, topic, timeout=timeout)
+        return kafka_client.consume(self.bootstrap, topic, timeout=timeout, refused_by=refused_by)
 
     def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender:
         from remediate.sandbox.real import kafka_client  # noqa: PLC0415

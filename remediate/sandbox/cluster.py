@@ -21,6 +21,7 @@ real/jvm_broker.py); both are started, stopped and found by pid the same way.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -41,7 +42,7 @@ from remediate.sandbox.emulated.config import (
     write_server_properties,
 )
 from remediate.sandbox.plumbing import process, sshd, zkserver
-from remediate.sandbox.real import jvm_broker, kafka_jars, releases
+from remediate.sandbox.real import class_archive, jvm_broker, kafka_jars, releases
 
 BROKER_MARKER = "remediate.sandbox.emulated.broker"
 ZOOKEEPER_MARKER = "QuorumPeerMain"
@@ -53,6 +54,18 @@ LOG4J_FILE = "kafka-log4j.properties"
 # controller.socket.timeout.ms (30 s).
 REAL_START_TIMEOUT_S = 120.0
 REAL_STOP_TIMEOUT_S = 180.0
+# How real brokers are tuned when `up` is not told (`sandbox up --tuning`): as Kafka ships
+# them, unless this says `test` (the test suite sets it: tests/conftest.py).
+TUNING_ENV = "REMEDIATE_SANDBOX_TUNING"
+
+
+def default_tuning() -> jvm_broker.Tuning:
+    value = os.environ.get(TUNING_ENV, jvm_broker.Tuning.KAFKA)
+    try:
+        return jvm_broker.Tuning(value)
+    except ValueError:
+        choices = ", ".join(t.value for t in jvm_broker.Tuning)
+        raise SandboxError(f"{TUNING_ENV}={value!r}: expected one of {choices}") from None
 
 
 @dataclass
@@ -78,6 +91,8 @@ class SandboxState:
     # migration's last stage reached (remediate/sandbox/migration/), None before any.
     controllers: list[dict[str, Any]] = field(default_factory=list)
     migration: str | None = None
+    # How real brokers are tuned (jvm_broker.Tuning); the emulator keeps its own timers.
+    tuning: str = jvm_broker.Tuning.KAFKA
 
     @property
     def real_kafka(self) -> releases.KafkaRelease | None:
@@ -191,6 +206,8 @@ def start_broker(
                 properties=properties,
                 logs_dir=root / "logs",
                 log4j=directory / LOG4J_FILE,
+                tuning=jvm_broker.Tuning(state.tuning),
+                archive=class_archive.usable(real),
             )
         pid = process.spawn_detached(command, log_path=root / "logs" / "kafkaServer.out")
         (root / "broker.pid").write_text(f"{pid}\n")
@@ -324,13 +341,16 @@ def up(
     log_dirs_per_broker: int = 2,
     ssh: bool = False,
     properties: dict[str, str] | None = None,
+    tuning: jvm_broker.Tuning | None = None,
 ) -> SandboxState:
     """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up.
 
     `kafka` picks the brokers: the emulator of Kafka `kafka_version`, or a real Kafka release
     (`real-<version>`, remediate/sandbox/real/releases.py). `properties` are broker settings
     written into every broker's server.properties (Kafka's keys; the emulator reads the ones
-    it models)."""
+    it models). `tuning`: real brokers as Kafka ships them or as the test suite runs them
+    (jvm_broker.Tuning; by default `default_tuning()`); the emulator's timers are its own,
+    short, either way."""
     directory = directory.resolve()
     real = releases.release(kafka) if kafka.startswith("real-") else None
     if real is None and kafka != jvm_broker.EMULATED:
@@ -357,6 +377,7 @@ def up(
             kafka_version=kafka_version,
             ssh=ssh,
             kafka=kafka,
+            tuning=tuning or default_tuning(),
         )
         if real is not None:
             jvm_broker.write_log4j(directory / LOG4J_FILE)
@@ -376,6 +397,7 @@ def up(
                         log_dirs=[Path(d) for d in log_dirs],
                         zookeeper_connect=state.zk_connect,
                         brokers=brokers,
+                        tuning=jvm_broker.Tuning(state.tuning),
                         overrides=properties,
                     ),
                 )
@@ -470,6 +492,7 @@ def status(directory: Path) -> dict[str, Any]:
         "zookeeper": {"connect": state.zk_connect, "running": zookeeper_pid(directory) is not None},
         "kafka_version": state.kafka_version,
         "kafka": state.kafka,
+        "tuning": state.tuning,
         "controller": None,
         "brokers": [],
     }

@@ -52,6 +52,7 @@ from remediate.sandbox.cluster import (
 )
 from remediate.sandbox.records import Acked
 
+INCONSISTENT_TOPIC_ID = "INCONSISTENT_TOPIC_ID"
 MISMATCH_MARKERS = (
     "does not match the topic Id for partition",
     "does not match the topic ID for partition",
@@ -364,8 +365,8 @@ class Incident:
                 f" errors {report.to_json()['errors']}"
             )
         partitions = self.result.old_partitions + self.result.new_partitions
-        _, errors = self.kafka.consume(self.topic, timeout=15)
-        refused = sorted(p for p, e in errors.items() if e == "INCONSISTENT_TOPIC_ID")
+        _, errors = self.kafka.consume(self.topic, timeout=15, refused_by={INCONSISTENT_TOPIC_ID})
+        refused = sorted(p for p, e in errors.items() if e == INCONSISTENT_TOPIC_ID)
         if refused != partitions:
             raise SandboxError(
                 f"step 7: consuming by topic id should be refused on every partition, got {errors}"

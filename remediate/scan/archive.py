@@ -70,7 +70,8 @@ def java_home() -> Path | None:
     return Path(os.path.realpath(java)).parent.parent
 
 
-def _stat_line(path: Path) -> str:
+def file_identity(path: Path) -> str:
+    """A file as a class-data archive depends on it: its path, size and modification time."""
     try:
         stat = path.stat()
     except OSError:
@@ -89,8 +90,8 @@ def key(java_options: str, *, java: Path | None = None, spark: Path | None = Non
         return None
     lines = [
         f"remediate-spark-cds {FORMAT}",
-        _stat_line(home / "bin" / "java"),
-        _stat_line(home / "lib" / "server" / "libjvm.so"),
+        file_identity(home / "bin" / "java"),
+        file_identity(home / "lib" / "server" / "libjvm.so"),
         f"SPARK_CONF_DIR={os.environ.get('SPARK_CONF_DIR', '')}",
         f"options={java_options}",
     ]
@@ -99,7 +100,7 @@ def key(java_options: str, *, java: Path | None = None, spark: Path | None = Non
         names = sorted(os.listdir(jars))
     except OSError:
         return None
-    lines += [_stat_line(jars / name) for name in names if name.endswith(".jar")]
+    lines += [file_identity(jars / name) for name in names if name.endswith(".jar")]
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
 
 

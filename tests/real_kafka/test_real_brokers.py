@@ -22,7 +22,7 @@ from remediate.errors import SandboxError
 from remediate.formats.properties import load_properties
 from remediate.sandbox import cluster
 from remediate.sandbox.plumbing import process
-from remediate.sandbox.real import jvm_broker
+from remediate.sandbox.real import class_archive, jvm_broker, releases
 from tests.execute.sandbox_tools import run_cli
 from tests.wait import wait_until
 
@@ -65,13 +65,19 @@ def test_up_runs_real_kafka_with_its_defaults_in_the_sandbox_layout(real: Path) 
         }
         # Broker-wide, as production clusters with RF 3 set it; the tool reads it here.
         assert props["min.insync.replicas"] == "2"
-        # Kafka's defaults for everything else: controlled shutdown, leader rebalancing, every
-        # timer and the inter-broker protocol among them.
+        # Kafka's defaults for everything else (leader rebalancing, the inter-broker protocol
+        # and every timer but the two the suite waits for: its tuning, tests/conftest.py).
+        assert status["tuning"] == "test"
         assert set(props) == fixed | internal | {"min.insync.replicas"} | set(
             jvm_broker.TWO_CORE_SETTINGS
-        )
+        ) | set(jvm_broker.TEST_TIMERS)
+        assert {k: props[k] for k in jvm_broker.TEST_TIMERS} == jvm_broker.TEST_TIMERS
         command = process.command_line(cluster.broker_pid(real, broker) or -1)
         assert "kafka.Kafka" in command and str(path) in command
+        assert all(flag in command for flag in jvm_broker.TEST_JVM_FLAGS)
+        # The release's class-data archive, which `make setup` builds, is mapped.
+        archive = class_archive.usable(releases.release("2.8.2"))
+        assert archive is not None and f"-XX:SharedArchiveFile={archive}" in command
     # The tool finds the log dirs in server.properties, as on a production broker.
     brokers = yaml.safe_load((real / "cluster.yaml").read_text())["brokers"]
     assert all("log_dirs" not in b and b["server_properties"] for b in brokers)
@@ -130,10 +136,16 @@ def test_a_broker_that_cannot_start_is_named_with_the_end_of_its_log(tmp_path: P
 
 def test_down_stops_its_own_brokers_and_no_one_elses(real: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
-    cluster.up(other, kafka="real-2.8.2", brokers=1)
+    # As Kafka ships (the demo's and the matrix's tuning): none of the suite's timers, and
+    # the JVM settings of Kafka's scripts.
+    cluster.up(other, kafka="real-2.8.2", brokers=1, tuning=jvm_broker.Tuning.KAFKA)
     mine = {b: cluster.broker_pid(real, b) for b in (1, 2, 3)}
     theirs = cluster.broker_pid(other, 1)
     assert theirs is not None and None not in mine.values()
+    path = other / "broker-1" / "server.properties"
+    assert not set(jvm_broker.TEST_TIMERS) & set(load_properties(path.read_bytes(), source="t"))
+    command = process.command_line(theirs)
+    assert all(flag in command for flag in jvm_broker.JVM_FLAGS), command
     assert cluster.down(other) == ["broker 1", "zookeeper"]
     assert not process.is_alive(theirs)
     assert {b: cluster.broker_pid(real, b) for b in (1, 2, 3)} == mine

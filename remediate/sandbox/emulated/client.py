@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TextIO
 
 from kazoo.client import KazooClient
@@ -164,10 +164,11 @@ def produce(
 
 
 def consume(
-    zk: KazooClient, topic: str, *, timeout: float = 10.0
+    zk: KazooClient, topic: str, *, timeout: float = 10.0, refused_by: Collection[str] = ()
 ) -> tuple[list[ConsumedRecord], dict[int, str]]:
     """Read every partition from offset 0 to its high watermark, all of them within one
-    `timeout` as a consumer fetching them together would; errors per partition."""
+    `timeout` as a consumer fetching them together would; errors per partition. A partition
+    refused with an error of `refused_by` is not fetched again."""
     view = ClusterView(zk)
     records: list[ConsumedRecord] = []
     errors: dict[int, str] = {}
@@ -182,8 +183,11 @@ def consume(
                 error = _fetch_once(view, topic, topic_id, partition, offsets, records)
                 if error is None:
                     errors.pop(partition, None)
+                    continue
+                errors[partition] = error
+                if error in refused_by:
+                    del offsets[partition]
                 else:
-                    errors[partition] = error
                     failed = True
             if failed and offsets:
                 time.sleep(0.2)

@@ -22,7 +22,7 @@ from remediate.sandbox.migration.settings import (
     kraft_broker_properties,
 )
 from remediate.sandbox.plumbing import process, zkserver
-from remediate.sandbox.real import jvm_broker, kafka_jars, releases
+from remediate.sandbox.real import class_archive, jvm_broker, releases
 from remediate.state import ClusterState, TopicPartition
 from remediate.zookeeper import KazooZooKeeper
 
@@ -145,16 +145,16 @@ class Migration:
         return pid if pid is not None and process.owns(pid, str(self.properties_path)) else None
 
     def _java(self, main: str, *args: str) -> list[str]:
-        return [
-            cluster.java_executable(),
-            *jvm_broker.JVM_FLAGS,
-            f"-Dlog4j.configuration=file:{self.directory / cluster.LOG4J_FILE}",
-            f"-Dkafka.logs.dir={self.logs}",
-            "-cp",
-            kafka_jars.classpath(self.release.classpath.name),
+        return jvm_broker.java_command(
+            self.release,
             main,
             *args,
-        ]
+            java=cluster.java_executable(),
+            logs_dir=self.logs,
+            log4j=self.directory / cluster.LOG4J_FILE,
+            tuning=jvm_broker.Tuning(self.state.tuning),
+            archive=class_archive.usable(self.release),
+        )
 
     def _write_controller(self, *, migrating: bool) -> None:
         jvm_broker.write_server_properties(
@@ -247,6 +247,8 @@ class Migration:
             properties=root / "server.properties",
             logs_dir=logs,
             log4j=self.directory / cluster.LOG4J_FILE,
+            tuning=jvm_broker.Tuning(self.state.tuning),
+            archive=class_archive.usable(self.release),
         )
         pid = process.spawn_detached(argv, log_path=logs / "kafkaServer.out")
         (root / "broker.pid").write_text(f"{pid}\n")

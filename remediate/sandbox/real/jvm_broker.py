@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from pathlib import Path
 
 from remediate.formats.properties import dump_properties
@@ -34,9 +35,37 @@ TWO_CORE_SETTINGS: dict[str, str] = {
     "offsets.topic.num.partitions": "3",
     "transaction.state.log.num.partitions": "3",
 }
-# The JVM's: Kafka's scripts give a broker 1 GiB (kafka-server-start.sh) and G1 with a 20 ms
-# pause goal (kafka-run-class.sh); a 512 MiB heap leaves room for several brokers, Spark and
-# the tests on one machine.
+
+
+class Tuning(StrEnum):
+    """How a real broker runs: as Kafka ships it (its defaults, its scripts' JVM settings: the
+    demo, `make matrix`, the benches and anyone trying the tool), or as the test suite runs it
+    (`TEST_TIMERS`, `TEST_JVM_FLAGS`)."""
+
+    KAFKA = "kafka"
+    TEST = "test"
+
+
+# Kafka's timers that the test suite waits for, shorter in its sandboxes, each with Kafka's
+# default and which wait it shortens. What the tool plans and checks is the same either way:
+# it reads the controlled-shutdown settings from each broker's server.properties, and the
+# repairs are proven on Kafka's defaults in the matrix and the demo.
+TEST_TIMERS: dict[str, str] = {
+    # 5000 by default. A controlled shutdown that cannot move a leader (the last in-sync
+    # replica of a partition, as in the 2.8 repair, and every broker when `sandbox down` stops
+    # them together) tries 3 times this far apart before it shuts down anyway: 15 s each.
+    # Kafka's own integration tests use 100 (TestUtils.createBrokerConfig).
+    "controlled.shutdown.retry.backoff.ms": "500",
+    # 18000 by default. A broker killed by SIGKILL stays registered until its session expires,
+    # and a new process of it cannot start before (NODEEXISTS). Kafka's own integration tests
+    # use 15000, long enough for a 10 s pause (QuorumTestHarness); 10000 here outlasts a 6 s
+    # one, on a machine whose two cores run the suite's other sandboxes beside it.
+    "zookeeper.session.timeout.ms": "10000",
+}
+
+# The JVM as Kafka's scripts start a broker: 1 GiB (kafka-server-start.sh) and G1 with a
+# 20 ms pause goal (kafka-run-class.sh); a 512 MiB heap leaves room for several brokers, Spark
+# and the tests on one machine.
 JVM_FLAGS = (
     "-Xms128m",
     "-Xmx512m",
@@ -46,6 +75,22 @@ JVM_FLAGS = (
     "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 )
+# The JVM as the test suite starts one: the same heap, the serial collector (no GC threads
+# beside the brokers of other sandboxes) and only the client compiler (Kafka's code is
+# compiled once, quickly, and never again by C2). A sandbox's brokers start and restart in
+# about two thirds of the CPU time; what Kafka does is the same bytecode either way.
+TEST_JVM_FLAGS = (
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Djava.awt.headless=true",
+)
+
+
+def jvm_flags(tuning: Tuning) -> tuple[str, ...]:
+    return TEST_JVM_FLAGS if tuning is Tuning.TEST else JVM_FLAGS
+
 
 # Kafka's config/log4j.properties, reduced to the two files the tool reads: server.log and
 # state-change.log (where the topic-id errors go: kafka.controller.StateChangeLogger).
@@ -74,10 +119,12 @@ def server_properties(
     log_dirs: Sequence[Path],
     zookeeper_connect: str,
     brokers: int,
+    tuning: Tuning = Tuning.KAFKA,
     overrides: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """A real broker's server.properties: the layout's keys, the two-core settings, internal
-    topics replicated as far as the cluster allows, then `overrides` (the caller's own)."""
+    topics replicated as far as the cluster allows, the test suite's timers with `Tuning.TEST`,
+    then `overrides` (the caller's own)."""
     internal_rf = str(min(3, brokers))
     values = {
         "broker.id": str(broker_id),
@@ -92,6 +139,7 @@ def server_properties(
         # Broker-wide, as production clusters with RF 3 set it (and as the emulator's brokers
         # run): topics without an override get it; the tool reads it from this file.
         "min.insync.replicas": str(min(2, brokers)),
+        **(TEST_TIMERS if tuning is Tuning.TEST else {}),
     }
     values.update(overrides or {})
     return values
@@ -100,7 +148,7 @@ def server_properties(
 def write_server_properties(path: Path, values: Mapping[str, str]) -> None:
     header = (
         b"# Written by `remediate sandbox up` for a real Kafka broker: Kafka's defaults except\n"
-        b"# the keys below (docs/sandbox.md, Real Kafka).\n"
+        b"# the keys below (docs/sandbox.md, Real Kafka; `--tuning`).\n"
     )
     path.write_bytes(header + dump_properties(dict(values)))
 
@@ -111,18 +159,59 @@ def write_log4j(path: Path) -> Path:
 
 
 def argv(
-    kafka: releases.KafkaRelease, *, java: str, properties: Path, logs_dir: Path, log4j: Path
+    kafka: releases.KafkaRelease,
+    *,
+    java: str,
+    properties: Path,
+    logs_dir: Path,
+    log4j: Path,
+    tuning: Tuning,
+    archive: Path | None = None,
+    dump_classes_to: Path | None = None,
 ) -> list[str]:
     """The broker's command line; `properties` in it is how the sandbox knows its pid."""
+    return java_command(
+        kafka,
+        MAIN_CLASS,
+        str(properties),
+        java=java,
+        logs_dir=logs_dir,
+        log4j=log4j,
+        tuning=tuning,
+        archive=archive,
+        dump_classes_to=dump_classes_to,
+    )
+
+
+def java_command(
+    kafka: releases.KafkaRelease,
+    main: str,
+    *args: str,
+    java: str,
+    logs_dir: Path,
+    log4j: Path,
+    tuning: Tuning,
+    archive: Path | None = None,
+    dump_classes_to: Path | None = None,
+) -> list[str]:
+    """A JVM of the release's classpath running `main` (a broker, a KRaft controller, one of
+    Kafka's tools). `archive`: the release's class-data archive to map (class_archive.py; a
+    JVM that cannot map it runs without it); `dump_classes_to`: where to write one at exit."""
+    sharing: list[str] = []
+    if archive is not None:
+        sharing = [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", "-Xlog:cds=off"]
+    if dump_classes_to is not None:
+        sharing = [f"-XX:ArchiveClassesAtExit={dump_classes_to}", "-Xlog:cds=off"]
     return [
         java,
-        *JVM_FLAGS,
+        *jvm_flags(tuning),
+        *sharing,
         f"-Dlog4j.configuration=file:{log4j}",
         f"-Dkafka.logs.dir={logs_dir}",
         "-cp",
         kafka_jars.classpath(kafka.classpath.name),
-        MAIN_CLASS,
-        str(properties),
+        main,
+        *args,
     ]
 
 

@@ -12,7 +12,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, TextIO
 
 from confluent_kafka import (
@@ -24,7 +24,10 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
+from remediate.errors import SandboxError
 from remediate.sandbox.records import Acked, ConsumedRecord, ProduceReport, partition_for
 
 TIMED_OUT = "TIMED_OUT"
@@ -98,6 +101,33 @@ def _refresh_metadata(producer: Producer, topic: str) -> None:
     """Ask a broker for the topic's metadata: librdkafka's cache takes the answer."""
     with contextlib.suppress(KafkaException):
         producer.list_topics(topic, timeout=5)
+
+
+def create_topic(
+    bootstrap: str, topic: str, *, partitions: int, replication: int, timeout: float = 60.0
+) -> None:
+    """Create a topic through the brokers (CreateTopics), as Kafka's admin client does; asked
+    again until `timeout` while the controller is not ready for it (a broker just started)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
+    deadline = time.monotonic() + timeout
+    while True:
+        futures = admin.create_topics(
+            [NewTopic(topic, num_partitions=partitions, replication_factor=replication)],
+            operation_timeout=5,
+            request_timeout=10,
+        )
+        try:
+            futures[topic].result(timeout=15)
+            return
+        except KafkaException as error:
+            if error.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return
+            if time.monotonic() >= deadline:
+                raise
+        except TimeoutError:
+            if time.monotonic() >= deadline:
+                raise SandboxError(f"{topic} was not created within {timeout:.0f}s") from None
+        time.sleep(0.5)
 
 
 def partitions_of(bootstrap: str, topic: str, *, timeout: float = 10.0) -> list[int]:
@@ -194,11 +224,12 @@ def produce(
 
 
 def consume(
-    bootstrap: str, topic: str, *, timeout: float = 10.0
+    bootstrap: str, topic: str, *, timeout: float = 10.0, refused_by: Collection[str] = ()
 ) -> tuple[list[ConsumedRecord], dict[int, str]]:
     """Read every partition from its first offset to its end (librdkafka's partition EOF);
     a partition that does not get there within `timeout` is an error, with the last error
-    the client saw for it."""
+    the client saw for it. A partition refused with an error of `refused_by` is waited for
+    no longer (librdkafka would go on retrying it)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -231,6 +262,8 @@ def consume(
                     errors.pop(partition, None)
                 elif partition is not None:
                     errors[partition] = _error_name(error)
+                    if errors[partition] in refused_by:
+                        remaining.discard(partition)
                 continue
             if partition is None:
                 continue
