@@ -19,7 +19,7 @@ APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk chromium chro
 help:
 	@echo "make setup   install system packages, .venv, Spark's class-data archive and real Kafka's jars (idempotent)"
 	@echo "make demo    start the sandbox, reproduce the incident, scan, plan, fix, check"
-	@echo "make test    setup, ruff, mypy (strict) and the whole test suite"
+	@echo "make test    setup, ruff, mypy (strict) and the whole test suite, side by side (TEST_WORKERS=3)"
 	@echo "make bench   run the benchmarks in bench/"
 	@echo "make dist    build the wheel and the source archive into dist/ (pip install 'dist/remediate-*.whl[spark]')"
 	@echo "make fault-table  run the fault tests and write their table into docs/faults.md"
@@ -71,14 +71,25 @@ typecheck: venv
 	$(BIN)/mypy
 
 unit: venv
-	$(BIN)/pytest -m "not slow"
+	$(BIN)/pytest -p no:xdist -m "not slow"
 
 # The fault table in docs/faults.md is generated from the @fault tests (make fault-table).
 FAULT_TABLE := docs/faults.md
 
+# The suite runs side by side on TEST_WORKERS workers (pytest-xdist), at most two real-Kafka
+# groups at a time (tests/suite_parts.py); TEST_WORKERS=0 runs it in one process. It ends with
+# each part's test time and budget (docs/development.md), then this recipe's wall times.
 # --fault-table-check: the fault table must be the one the @fault tests declare.
-test: setup lint typecheck
-	$(BIN)/pytest --fault-table-check=$(FAULT_TABLE) --durations=20
+TEST_WORKERS ?= 3
+PYTEST_SIDE_BY_SIDE = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
+test:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory setup lint typecheck || exit $$?; \
+	checked=$$(date +%s); \
+	$(BIN)/pytest $(PYTEST_SIDE_BY_SIDE) --fault-table-check=$(FAULT_TABLE) --durations=20; \
+	status=$$?; end=$$(date +%s); \
+	echo "make test: setup, lint and types $$((checked - start)) s, the suite $$((end - checked)) s, in all $$((end - start)) s (budget: 2400 s)"; \
+	exit $$status
 
 # Runs the @fault tests and, when every one passes, rewrites the fault table.
 fault-table: setup

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from hypothesis import settings
 
 from remediate.plan import model
 from remediate.sandbox import cluster
-from tests import fault_table
+from tests import fault_table, suite_parts
 
 # No time limit per hypothesis example: on two cores shared with sandbox JVMs an example that
 # takes milliseconds can take more than hypothesis' default 200 ms, and a test fails on time
@@ -89,6 +91,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="fail unless FILE's fault table is the one the @fault markers give",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(suite_parts.SuiteParts(), "suite-parts")
+    # The controller of a run side by side names where its workers write each test's group
+    # (tests/suite_parts.py); the workers it starts inherit the variable.
+    if getattr(config.option, "dist", "no") == "loadgroup" and not hasattr(config, "workerinput"):
+        groups = Path(tempfile.mkdtemp(prefix="remediate-suite-groups-"))
+        os.environ[suite_parts.GROUPS_ENV] = str(groups)
+        config.add_cleanup(lambda: shutil.rmtree(groups, ignore_errors=True))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist chooses its own
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") == "loadgroup":
+        return suite_parts.PartScheduling(config, log)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    suite_parts.schedule(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -31,7 +31,8 @@ class FaultRow:
 def rows_of(items: Iterable[pytest.Item]) -> list[FaultRow]:
     """One row per marked test (parametrized copies that share a fault become one row)."""
     rows: dict[tuple[str, str], FaultRow] = {}
-    for item in items:
+    # In the order the tests are written (file, line), whatever order they run in.
+    for item in sorted(items, key=lambda i: (i.location[0], i.location[1] or 0)):
         marker = item.get_closest_marker("fault")
         if marker is None:
             continue

@@ -177,8 +177,11 @@ def test_zookeeper_down_briefly_then_back(tmp_path: Path) -> None:
     hosts, port, pid = start_zookeeper(tmp_path)
     try:
         # The longest session the sandbox's ZooKeeper grants: its restart (a JVM start, slow
-        # on a loaded machine) must end well within it.
-        with client(hosts, timeout=60) as zk:
+        # on a loaded machine) must end well within it. The server listed four times: kazoo
+        # waits the session timeout divided by the number of hosts for the answer to a
+        # connect, and ZooKeeper never answers one that comes in while it loads its database
+        # (the connection's close fails there), so the client tries again after 15 s, not 60.
+        with client(",".join([hosts] * 4), timeout=60) as zk:
             lock = RunLock(KazooZooKeeper(zk), "restart", run_id="r1")
             lock.acquire()
             node_path = lock.node_path

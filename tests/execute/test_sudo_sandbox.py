@@ -51,7 +51,7 @@ from tests.execute.sudo_lab import (
 from tests.faults.apply_lab import PARTITIONS, TOPIC, ApplyLab
 from tests.wait import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.real_kafka("2.8.2")]
 
 KAFKA = "real-2.8.2"
 

@@ -18,7 +18,7 @@ from remediate.sandbox.reproduce import Incident, partition_states, replica_file
 from tests.execute.sandbox_tools import run_cli
 from tests.wait import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.real_kafka("2.8.2")]
 
 
 def test_the_restore_prevents_the_incident_on_real_kafka(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from remediate.sandbox.real import class_archive, jvm_broker, releases
 from tests.execute.sandbox_tools import run_cli
 from tests.wait import wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.real_kafka("2.8.2")]
 
 
 @pytest.fixture(scope="module")
