@@ -37,7 +37,7 @@ from tests.execute.sandbox_tools import (
 )
 from tests.plan.test_plan_sandbox import disk, zookeeper_tree
 from tests.sandbox.helpers import BackgroundProducer, lost_records
-from tests.wait import wait_until
+from tests.wait import steady, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -95,6 +95,13 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, kafka: str) ->
         result = incident.run()
         config = directory / "cluster.yaml"
         assert run_cli("check", "-c", str(config)).returncode == 2
+        # As it stands once its brokers have written what the incident's leader changes gave
+        # it (a leader-epoch-checkpoint is written after the change, later on a busy machine).
+        wait_until(
+            steady(lambda: bystander_view(incident), BYSTANDER_QUIET_S),
+            f"{bystander}'s files and leaders unchanged for {BYSTANDER_QUIET_S:g} s",
+            timeout=120,
+        )
         untouched = bystander_view(incident)
         pids = {
             b.broker_id: cluster.broker_pid(directory, b.broker_id) for b in incident.state.brokers
@@ -138,6 +145,8 @@ def test_the_incident_is_healed_without_a_restart(tmp_path: Path, kafka: str) ->
 
 
 BYSTANDER = "audit"
+# Quiet long enough for a leader-epoch-checkpoint written behind a leader change.
+BYSTANDER_QUIET_S = 3.0
 
 
 def healthy_bystander(incident: Incident) -> str:

@@ -19,7 +19,7 @@ from remediate.sandbox import admin, cluster
 from remediate.sandbox.reproduce import Incident, partition_states, replica_file_ids
 from tests.execute.sandbox_tools import run_cli
 from tests.plan.test_plan_sandbox import disk, zookeeper_tree
-from tests.wait import wait_until
+from tests.wait import steady, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -122,6 +122,13 @@ def test_a_disagreement_among_the_replicas_is_refused_with_the_reason(tmp_path: 
             for p in Path(log_dir).glob(f"{TOPIC}-0/{PARTITION_METADATA}")
         ]
         path.write_bytes(encode_partition_metadata(planted))
+        # Once the brokers have written what the new id gives them (a replica without
+        # partition.metadata writes it when its broker learns the id).
+        wait_until(
+            steady(lambda: partition_files(incident.state), 3.0),
+            "the replicas' files unchanged for 3 s",
+            timeout=120,
+        )
         zk_before, disk_before = zookeeper_tree(incident.zk), partition_files(incident.state)
         fixed = run_cli("fix", "-c", str(directory / "cluster.yaml"), "--yes", "--json")
         assert fixed.returncode == 4, fixed.stdout[-3000:] + fixed.stderr[-1000:]
@@ -282,6 +289,13 @@ def test_fix_applies_only_the_plan_that_was_reviewed(tmp_path: Path) -> None:
             lambda: admin.read_topic(incident.zk, TOPIC)[0].topic_id is not None,
             "the new controller minted an id",
             timeout=60,
+        )
+        # Once the brokers have written what the new id gives them (a replica without
+        # partition.metadata writes it when its broker learns the id).
+        wait_until(
+            steady(lambda: partition_files(incident.state), 3.0),
+            "the replicas' files unchanged for 3 s",
+            timeout=120,
         )
         zk_before, disk_before = zookeeper_tree(incident.zk), partition_files(incident.state)
         stale = run_cli("fix", "-c", config, "--yes", "--approve", reviewed, "--json")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import shutil
 import socket
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,10 +26,37 @@ NETTY_FOR_TLS = (
 )
 
 
+# Ports handed out on this machine, by any process, in the last PORT_HOLD_S: a port is free
+# from when `free_port` closes its probe until its server binds it (a JVM start, seconds),
+# and the kernel may give it to another process's probe meanwhile. Processes side by side
+# (the test suite's workers, sandboxes started together) would then start two servers on one
+# port, and a client of one talk to the other.
+PORT_LEDGER = Path(tempfile.gettempdir()) / "remediate-ports.json"
+PORT_HOLD_S = 600.0
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on and no other caller on this machine was given lately."""
+    with PORT_LEDGER.open("a+") as ledger:
+        fcntl.flock(ledger, fcntl.LOCK_EX)  # released when the file closes
+        ledger.seek(0)
+        try:
+            given = {int(k): float(v) for k, v in json.loads(ledger.read() or "{}").items()}
+        except (ValueError, AttributeError):
+            given = {}  # a ledger cut short is only a hint lost
+        now = time.time()
+        given = {port: at for port, at in given.items() if now - at < PORT_HOLD_S}
+        for _ in range(100):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind((host, 0))
+                port = int(sock.getsockname()[1])
+            if port not in given:
+                break
+        given[port] = now
+        ledger.seek(0)
+        ledger.truncate()
+        ledger.write(json.dumps(given))
+    return port
 
 
 def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> str:
