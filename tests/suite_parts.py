@@ -76,9 +76,12 @@ def part_of(item: pytest.Item) -> str:
 
 @dataclass
 class Part:
-    tests: int = 0
     seconds: float = 0.0
     nodeids: set[str] = field(default_factory=set)
+
+    @property
+    def tests(self) -> int:
+        return len(self.nodeids)
 
 
 class SuiteParts:
@@ -99,9 +102,7 @@ class SuiteParts:
             return
         part = self.parts[str(name)]
         part.seconds += report.duration
-        if report.nodeid not in part.nodeids:
-            part.nodeids.add(report.nodeid)
-            part.tests += 1
+        part.nodeids.add(report.nodeid)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.parts:

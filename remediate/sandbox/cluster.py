@@ -200,10 +200,11 @@ def start_broker(
             # that finds it there refuses to start (NODEEXISTS): wait it out, as an operator
             # restarting a crashed broker would.
             wait_unregistered(state, broker_id, timeout=timeout)
-            command = jvm_broker.argv(
+            command = jvm_broker.java_command(
                 real,
+                jvm_broker.MAIN_CLASS,
+                str(properties),
                 java=java_executable(),
-                properties=properties,
                 logs_dir=root / "logs",
                 log4j=directory / LOG4J_FILE,
                 tuning=jvm_broker.Tuning(state.tuning),

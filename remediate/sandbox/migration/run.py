@@ -241,10 +241,11 @@ class Migration:
         cluster.stop_broker(self.directory, broker_id)
         jvm_broker.write_server_properties(root / "server.properties", values)
         offset = log_size(logs)
-        argv = jvm_broker.argv(
+        argv = jvm_broker.java_command(
             self.release,
+            jvm_broker.MAIN_CLASS,
+            str(root / "server.properties"),
             java=cluster.java_executable(),
-            properties=root / "server.properties",
             logs_dir=logs,
             log4j=self.directory / cluster.LOG4J_FILE,
             tuning=jvm_broker.Tuning(self.state.tuning),

@@ -97,10 +97,11 @@ def _train(release: releases.KafkaRelease, *, java: str, work: Path, dump_to: Pa
             ),
         )
         log4j = jvm_broker.write_log4j(work / "log4j.properties")
-        argv = jvm_broker.argv(
+        argv = jvm_broker.java_command(
             release,
+            jvm_broker.MAIN_CLASS,
+            str(properties),
             java=java,
-            properties=properties,
             logs_dir=work / "logs",
             log4j=log4j,
             tuning=jvm_broker.Tuning.TEST,

@@ -158,31 +158,6 @@ def write_log4j(path: Path) -> Path:
     return path
 
 
-def argv(
-    kafka: releases.KafkaRelease,
-    *,
-    java: str,
-    properties: Path,
-    logs_dir: Path,
-    log4j: Path,
-    tuning: Tuning,
-    archive: Path | None = None,
-    dump_classes_to: Path | None = None,
-) -> list[str]:
-    """The broker's command line; `properties` in it is how the sandbox knows its pid."""
-    return java_command(
-        kafka,
-        MAIN_CLASS,
-        str(properties),
-        java=java,
-        logs_dir=logs_dir,
-        log4j=log4j,
-        tuning=tuning,
-        archive=archive,
-        dump_classes_to=dump_classes_to,
-    )
-
-
 def java_command(
     kafka: releases.KafkaRelease,
     main: str,
@@ -194,9 +169,11 @@ def java_command(
     archive: Path | None = None,
     dump_classes_to: Path | None = None,
 ) -> list[str]:
-    """A JVM of the release's classpath running `main` (a broker, a KRaft controller, one of
-    Kafka's tools). `archive`: the release's class-data archive to map (class_archive.py; a
-    JVM that cannot map it runs without it); `dump_classes_to`: where to write one at exit."""
+    """A JVM of the release's classpath running `main`: a broker (MAIN_CLASS and its
+    server.properties, whose path in the command line is how the sandbox knows its pid), a
+    KRaft controller, one of Kafka's tools. `archive`: the release's class-data archive to map
+    (class_archive.py; a JVM that cannot map it runs without it); `dump_classes_to`: where to
+    write one at exit."""
     sharing: list[str] = []
     if archive is not None:
         sharing = [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", "-Xlog:cds=off"]
