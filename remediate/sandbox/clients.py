@@ -49,6 +49,11 @@ class SandboxClient(Protocol):
 
     def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender: ...
 
+    def serves_partitions(self, topic: str, count: int) -> bool:
+        """Whether every broker's metadata shows `count` partitions of `topic` (the
+        controller's UpdateMetadata reaches each broker in its own time; until it does, a
+        client that asks that broker sees the partitions it had)."""
+
 
 class EmulatedClient:
     """The sandbox protocol's client; leaders are looked up in ZooKeeper."""
@@ -87,6 +92,9 @@ class EmulatedClient:
 
     def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender:
         return client.Producer(self.zk, acks=acks, timeout_ms=timeout_ms)
+
+    def serves_partitions(self, topic: str, count: int) -> bool:
+        return True  # its clients read the partitions from ZooKeeper
 
 
 class RealClient:
@@ -132,6 +140,14 @@ class RealClient:
         from remediate.sandbox.real import kafka_client  # noqa: PLC0415
 
         return kafka_client.RealProducer(self.bootstrap, acks=acks, timeout_ms=timeout_ms)
+
+    def serves_partitions(self, topic: str, count: int) -> bool:
+        from remediate.sandbox.real import kafka_client  # noqa: PLC0415
+
+        return all(
+            kafka_client.partition_count(address, topic) == count
+            for address in self.bootstrap.split(",")
+        )
 
 
 def for_sandbox(state: SandboxState, zk: KazooClient) -> SandboxClient:

@@ -318,6 +318,11 @@ class Incident:
             lambda: set(replica_file_ids(self.state, self.topic)) >= added,
             "every replica of the new partitions to create its log",
         )
+        # Step 5 produces by the partitions a broker's metadata shows: each must show them all.
+        wait_for(
+            lambda: self.kafka.serves_partitions(self.topic, total),
+            f"every broker's metadata to show {total} partitions of {self.topic}",
+        )
         return self._done(
             IncidentStep(
                 "4",

@@ -35,7 +35,9 @@ pytestmark = pytest.mark.slow
 
 TOPIC = "ledger"
 PARTITIONS = 12  # every broker holds a replica of each: 12 logs to load
-START_S = 6
+# Long enough for an emulated broker, started on a machine busy with the suite's other
+# workers, to write its first lines within it (the first look needs them).
+START_S = 10
 SLOW = 2
 LOADING_KINDS = {
     LineKind.STARTING,
@@ -103,7 +105,7 @@ def loading_notes(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.fault(
     "Faults during apply",
     "A broker whose logs take far longer to load than the start timeout (log recovery after an"
-    " unclean shutdown; here six start timeouts, the emulator's lines one every half timeout)",
+    " unclean shutdown; here almost five start timeouts, two or three of its lines in each)",
     "The wait for its registration goes on while its server.log shows new log-loading lines at"
     " each timeout, each extension journaled with the lines read; the run completes (exit 0)",
 )
@@ -111,8 +113,8 @@ def test_a_start_that_outlasts_the_start_timeout_by_far_completes(
     lab: tuple[Path, KazooClient], tmp_path: Path
 ) -> None:
     directory, zk = lab
-    # 12 logs, one every 3 s: 36 s of loading, six start timeouts.
-    loads_for(directory, SLOW, 36_000)
+    # 12 logs, one every 4 s: 48 s of loading, almost five start timeouts.
+    loads_for(directory, SLOW, 48_000)
     plan, (code, run, stderr), records = roll(directory, tmp_path)
     assert plan["gates"]["rolling-restart"]["start_timeout_s"] == START_S
     assert code == 0, f"{run.get('error')}\n{stderr[-3000:]}"
@@ -153,12 +155,14 @@ def test_a_start_whose_log_stalls_halts_saying_what_it_showed_last(
     assert run["status"] == "halted"
     log = cluster.broker_dir(directory, SLOW) / "logs" / "server.log"
     error = run["error"]
-    # Twelve seconds and a little: how little depends on the machine's load.
-    assert re.match(
-        rf"timed out after 1\d+s waiting for broker {SLOW} to register \(the {START_S}s"
+    # Two timeouts and a little: how little depends on the machine's load.
+    halted = re.match(
+        rf"timed out after (\d+)s waiting for broker {SLOW} to register \(the {START_S}s"
         r" timeout, extended 1 time\(s\)\); last seen: ",
         error,
-    ), error
+    )
+    assert halted is not None, error
+    assert 2 * START_S <= int(halted.group(1)) < 4 * START_S, error
     assert f"; its server.log ({log}) shows no log loading since the last look (last: " in error
     assert "Attempting recovery for all logs in" in error or "Skipping recovery" in error
     assert len(loading_notes(records)) == 1

@@ -26,7 +26,6 @@ import yaml
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
-from remediate.errors import SandboxError
 from remediate.execute.failpoints import ENV as FAILPOINTS
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
@@ -201,8 +200,8 @@ class ApplyLab:
     def wait_healthy(self, timeout: float = 60.0) -> None:
         try:
             wait_until(lambda: self.healthy() is None, "the topic to be healthy", timeout=timeout)
-        except SandboxError as exc:
-            raise SandboxError(f"{exc}; now: {self.healthy()}") from None
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; now: {self.healthy()}") from None
 
     def wait_settled(self, quiet_s: float, timeout: float = 120.0) -> None:
         """Wait until the controller epoch and every broker's registration (its session) have

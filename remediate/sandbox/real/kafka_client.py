@@ -152,6 +152,16 @@ def partitions_of(bootstrap: str, topic: str, *, timeout: float = 10.0) -> list[
         consumer.close()
 
 
+def partition_count(address: str, topic: str, *, timeout: float = 5.0) -> int | None:
+    """How many partitions of `topic` the broker at `address` shows in its metadata; None if
+    it does not answer within `timeout` or does not know the topic. A client that has only
+    this broker's address asks it (librdkafka connects to another broker only on demand)."""
+    try:
+        return len(partitions_of(address, topic, timeout=timeout))
+    except KafkaException:
+        return None
+
+
 def produce(
     bootstrap: str,
     topic: str,
