@@ -48,6 +48,11 @@ class VersionConflictError(ZooKeeperError):
     """A conditional write lost: the znode changed since the version it was made against."""
 
 
+class OutcomeUnknownError(ZooKeeperError):
+    """A write's answer was lost (the connection dropped after it was sent): it may or may not
+    have taken effect. Never retried as it is: the caller reads again to learn which."""
+
+
 class TransportError(RemediationError):
     """A command could not be run on a broker host (connection, host key, timeout)."""
 

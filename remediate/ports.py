@@ -7,7 +7,7 @@ data, the executor on an in-memory cluster, and integration tests on the real se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Protocol
@@ -94,6 +94,34 @@ class ZnodeStat:
     mzxid: int = 0  # the transaction that last wrote its data (0: not known)
 
 
+@dataclass(frozen=True)
+class CheckVersion:
+    """A transaction's condition: `path` is still at `version` (nothing written)."""
+
+    path: str
+    version: int
+
+
+@dataclass(frozen=True)
+class SetData:
+    """A transaction's write of `data` into `path`, if it is still at `version`."""
+
+    path: str
+    data: bytes
+    version: int
+
+
+@dataclass(frozen=True)
+class DeleteNode:
+    """A transaction's delete of `path`, if it is still at `version`."""
+
+    path: str
+    version: int
+
+
+ZkOp = CheckVersion | SetData | DeleteNode
+
+
 # Told of each retry of a ZooKeeper request: the attempt that failed and its error.
 OnRetry = Callable[[int, BaseException], None]
 Listener = Callable[[str], None]
@@ -119,7 +147,8 @@ class ZooKeeperLock(Protocol):
 
 class ZooKeeper(Protocol):
     """A ZooKeeper session. Every error is a ZooKeeperError; requests that only read are
-    retried on a dropped connection (bounded), each retry told to `on_retry`."""
+    retried on a dropped connection (bounded), each retry told to `on_retry`; writes never
+    are (their caller reads again)."""
 
     @property
     def connected(self) -> bool: ...
@@ -152,11 +181,16 @@ class ZooKeeper(Protocol):
         Never retried: a conditional write whose answer was lost could conflict with itself."""
         ...
 
-    def delete(
-        self, path: str, *, timeout: float | None = None, on_retry: OnRetry | None = None
-    ) -> None:
-        """Delete `path`; ZnodeMissingError if it is not there. With `timeout`: one attempt
-        that waits that long at most for the answer (ZooKeeperError without one)."""
+    def delete(self, path: str, *, timeout: float | None = None) -> None:
+        """Delete `path`, whatever its version; ZnodeMissingError if it is not there. One
+        attempt, never retried (a delete whose answer was lost, sent again, could delete a
+        znode created since): OutcomeUnknownError without an answer (within `timeout`)."""
+        ...
+
+    def commit(self, ops: Sequence[ZkOp]) -> None:
+        """`ops` as one ZooKeeper transaction (multi): every one of them or none. Never
+        retried: VersionConflictError or ZnodeMissingError, naming the first op whose
+        condition failed; OutcomeUnknownError when the answer was lost (read again)."""
         ...
 
     def add_listener(self, listener: Listener) -> None:

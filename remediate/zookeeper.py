@@ -13,7 +13,7 @@ znode. The collector's read of a whole cluster is remediate/collect/cluster_stat
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,8 @@ from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
     OperationTimeoutError,
+    RolledBackError,
+    RuntimeInconsistency,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat as KazooStat
@@ -43,12 +45,20 @@ from tenacity import (
 
 from remediate import zookeeper_multiread as multiread
 from remediate.errors import (
+    OutcomeUnknownError,
     VersionConflictError,
     ZnodeExistsError,
     ZnodeMissingError,
     ZooKeeperError,
 )
-from remediate.ports import Listener, OnRetry, ZnodeStat
+from remediate.ports import (
+    CheckVersion,
+    Listener,
+    OnRetry,
+    SetData,
+    ZkOp,
+    ZnodeStat,
+)
 
 TRANSIENT = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError)
 # A read of a dropped connection: 5 attempts in about 3 s.
@@ -151,7 +161,7 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooZooKeeper:
             f"ZooKeeper at {settings.connect} refused the session: {type(exc).__name__}"
             f"{_auth_hint(settings.auth)}"
         ) from exc
-    return KazooZooKeeper(client, multi_read=multi_read)
+    return KazooZooKeeper(client, multi_read=multi_read, write_timeout_s=settings.session_timeout_s)
 
 
 # A connection that drops for a moment is retried like every read; a refused SASL login fails
@@ -195,6 +205,19 @@ def _stat_of(fields: tuple[int, ...]) -> ZnodeStat:
     return ZnodeStat(fields[4], fields[0], fields[7], fields[1])
 
 
+def _describe(op: ZkOp) -> str:
+    if isinstance(op, CheckVersion):
+        return f"check of {op.path} at version {op.version}"
+    if isinstance(op, SetData):
+        return f"write of {op.path} at version {op.version}"
+    return f"delete of {op.path} at version {op.version}"
+
+
+def _rolled_back(error: Exception) -> bool:
+    """An op of a failed transaction that failed only because another one did."""
+    return isinstance(error, RolledBackError | RuntimeInconsistency)
+
+
 def _telling(on_retry: OnRetry | None) -> Callable[[RetryCallState], None]:
     def tell(state: RetryCallState) -> None:
         if on_retry is not None and state.outcome is not None:
@@ -209,9 +232,14 @@ class KazooZooKeeper:
     """The `ZooKeeper` port over a started kazoo client. With `multi_read` (the server is
     3.6 or later), `get_many` sends multiRead batches instead of one request per znode."""
 
-    def __init__(self, client: KazooClient, *, multi_read: bool = False) -> None:
+    def __init__(
+        self, client: KazooClient, *, multi_read: bool = False, write_timeout_s: float = 10.0
+    ) -> None:
         self.client = client
         self.multi_read = multi_read
+        # How long a write waits for its answer (kazoo would wait as long as the connection
+        # stays down): the session's timeout, after which it has expired anyway.
+        self.write_timeout_s = write_timeout_s
 
     def close(self) -> None:
         """Stop and close the client: its session ends, and its ephemeral znodes with it."""
@@ -309,18 +337,48 @@ class KazooZooKeeper:
         except KazooException as exc:
             raise ZooKeeperError(f"{path}: {type(exc).__name__}: {exc}") from exc
 
-    def delete(
-        self, path: str, *, timeout: float | None = None, on_retry: OnRetry | None = None
-    ) -> None:
-        if timeout is None:
-            self._retried(f"delete of {path}", lambda: self.client.delete(path), on_retry)
-            return
+    def delete(self, path: str, *, timeout: float | None = None) -> None:
         try:
-            self.client.delete_async(path).get(timeout=timeout)
+            self.client.delete_async(path).get(
+                timeout=self.write_timeout_s if timeout is None else timeout
+            )
         except NoNodeError as exc:
             raise ZnodeMissingError(f"{path}: no such znode") from exc
-        except (KazooException, self.client.handler.timeout_exception) as exc:
+        except (*TRANSIENT, self.client.handler.timeout_exception) as exc:
+            raise OutcomeUnknownError(
+                f"delete of {path}: no answer ({type(exc).__name__}); it may have taken effect"
+            ) from exc
+        except KazooException as exc:
             raise ZooKeeperError(f"delete of {path}: {type(exc).__name__}: {exc}") from exc
+
+    def commit(self, ops: Sequence[ZkOp]) -> None:
+        transaction = self.client.transaction()
+        for op in ops:
+            if isinstance(op, CheckVersion):
+                transaction.check(op.path, op.version)
+            elif isinstance(op, SetData):
+                transaction.set_data(op.path, op.data, op.version)
+            else:
+                transaction.delete(op.path, op.version)
+        what = "a transaction of " + ", ".join(_describe(op) for op in ops)
+        try:
+            results = transaction.commit_async().get(timeout=self.write_timeout_s)
+        except (*TRANSIENT, self.client.handler.timeout_exception) as exc:
+            raise OutcomeUnknownError(
+                f"{what}: no answer ({type(exc).__name__}); it may have taken effect"
+            ) from exc
+        except KazooException as exc:
+            raise ZooKeeperError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        for op, result in zip(ops, results, strict=False):
+            if isinstance(result, BadVersionError):
+                raise VersionConflictError(
+                    f"{op.path} is no longer at version {op.version}: nothing written"
+                )
+            if isinstance(result, NoNodeError):
+                raise ZnodeMissingError(f"{op.path}: no such znode: nothing written")
+        failed = [r for r in results if isinstance(r, Exception) and not _rolled_back(r)]
+        if failed:
+            raise ZooKeeperError(f"{what}: {type(failed[0]).__name__}: nothing written")
 
     def create(self, path: str, data: bytes, *, makepath: bool = False) -> None:
         self._retried(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from remediate.errors import FormatError
@@ -33,7 +33,7 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
-from remediate.ports import OnRetry, ZooKeeper
+from remediate.ports import CheckVersion, OnRetry, ZooKeeper
 from remediate.state import ClusterState, TopicPartition, TopicState
 
 T = TypeVar("T")
@@ -151,6 +151,56 @@ def read_migration(zk: ZooKeeper, on_retry: OnRetry | None = None) -> ClusterSta
         problems=tuple(problems),
         migration=decode_migration_read(reads.get(MIGRATION)),
         kraft_controller_epoch=kraft_epoch,
+    )
+
+
+@dataclass(frozen=True)
+class ControllerFence:
+    """What a write of the tool's in ZooKeeper is conditioned on, read in one round trip:
+    whether a ZooKeeper-to-KRaft migration has begun (`state`, only `/migration` and
+    `/controller` in it), and the version of `/controller_epoch`.
+
+    Every controller that takes over bumps `/controller_epoch` in the transaction that claims
+    `/controller` (Kafka's ZooKeeper-mode controllers since 2.2, and a KRaft controller that
+    begins a migration: KafkaZkClient's registerControllerAndIncrementControllerEpoch and
+    tryRegisterKRaftControllerAsActiveController), and Kafka's own controller writes are
+    conditioned on it. A write of the tool's made in one transaction with `check` is
+    therefore refused if any controller, a migrating KRaft controller included, took over
+    since this read: the migration check and the write are atomic."""
+
+    state: ClusterState
+    epoch_version: int | None  # None: /controller_epoch does not exist (no controller yet)
+    controller_version: int | None  # None: no /controller now (an election under way)
+
+    @property
+    def check(self) -> CheckVersion:
+        """The condition: `/controller_epoch` still at the version read."""
+        if self.epoch_version is None:
+            raise ValueError("no /controller_epoch to check")
+        return CheckVersion(CONTROLLER_EPOCH, self.epoch_version)
+
+
+def read_fence(zk: ZooKeeper, on_retry: OnRetry | None = None) -> ControllerFence:
+    """`/controller`, `/controller_epoch` and `/migration` in one round trip."""
+    problems: list[str] = []
+    reads = zk.get_many((CONTROLLER, CONTROLLER_EPOCH, MIGRATION), on_retry=on_retry)
+    controller_id, epoch, _cluster, kraft_epoch = _decode_singles(reads, problems)
+    epoch_read, controller_read = reads.get(CONTROLLER_EPOCH), reads.get(CONTROLLER)
+    state = ClusterState(
+        cluster_id=None,
+        controller_id=controller_id,
+        controller_epoch=epoch,
+        brokers={},
+        topics={},
+        partitions={},
+        problems=tuple(problems),
+        migration=decode_migration_read(reads.get(MIGRATION)),
+        kraft_controller_epoch=kraft_epoch,
+    )
+    return ControllerFence(
+        state,
+        None if epoch_read is None else epoch_read[1].version,
+        None if controller_read is None else controller_read[1].version,
     )
 
 

@@ -62,11 +62,15 @@ def record_name(seq: int) -> str:
 
 @dataclass(frozen=True)
 class StoredRun:
-    """One run as ZooKeeper holds it: plan.json's bytes and journal.jsonl's lines."""
+    """One run as ZooKeeper holds it: plan.json's bytes and journal.jsonl's lines, up to the
+    first record missing (`gap`, its seq) when records after it are there: a copy that
+    cannot be trusted past that point, which only a complete local journal can stand in for."""
 
     run_id: str
     plan: bytes | None
     lines: tuple[bytes, ...]
+    gap: int | None = None
+    last: int = 0  # the highest record ZooKeeper holds (past the gap, when there is one)
 
 
 class JournalMirror:
@@ -133,20 +137,40 @@ class JournalMirror:
         blob = encode(document)
         # The chunks first: a head that can be read has all its chunks.
         for number, chunk in enumerate(blob.chunks):
-            self._create(f"{self.path}/{CHUNKS}/{name}-{number:04d}", chunk)
-        self._create(path, blob.head)
+            chunk_path = f"{self.path}/{CHUNKS}/{name}-{number:04d}"
+            if not self._created(chunk_path, chunk):
+                if self._head_exists(path):
+                    self._same_document(path, name, document)
+                    return
+                # Chunks without their head: an earlier attempt that died between the two,
+                # maybe on a host whose zlib compresses differently. Nothing reads them.
+                _, stat = self.zk.get(chunk_path)
+                self.zk.set(chunk_path, chunk, version=stat.version)
+        if not self._created(path, blob.head):
+            self._same_document(path, name, document)
 
-    def _create(self, path: str, data: bytes) -> None:
+    def _created(self, path: str, data: bytes) -> bool:
+        """Create `path`; False if it exists with other bytes (the same bytes: ours, written
+        before an answer was lost)."""
         try:
             self.zk.create(path, data, makepath=True)
         except ZnodeExistsError:
-            # Ours, written before an answer was lost (or by this run on another host).
             existing, _ = self.zk.get(path)
-            if existing != data:
-                raise JournalError(
-                    f"ZooKeeper's copy of run {self.run_id} holds other data at {path}:"
-                    " two writers, or a copy that is not this run's"
-                ) from None
+            return existing == data
+        return True
+
+    def _head_exists(self, path: str) -> bool:
+        return self.zk.exists(path) is not None
+
+    def _same_document(self, path: str, name: str, document: bytes) -> None:
+        """The blob at `path` holds `document` once decoded (compressed bytes differ from one
+        zlib to another: zlib-ng, say), or JournalError: two writers."""
+        stored = _read_blob(self.zk, path, f"{self.path}/{CHUNKS}/{name}")
+        if stored is None or _record(stored) != _record(document):
+            raise JournalError(
+                f"ZooKeeper's copy of run {self.run_id} holds another record at {path}:"
+                " two writers, or a copy that is not this run's"
+            )
 
 
 def zk_runs(zk: ZooKeeper, cluster: str) -> list[str]:
@@ -185,11 +209,28 @@ def read_run(zk: ZooKeeper, cluster: str, run_id: str) -> StoredRun | None:
     lines: list[bytes] = []
     for seq, name in enumerate(names, start=1):
         if name != record_name(seq) or name not in decoded:
-            raise JournalError(
-                f"{base}/{RECORDS}: record {seq} missing (found {name}): the copy has a gap"
-            )
+            last = max((int(n) for n in names if n.isdigit()), default=seq)
+            return StoredRun(run_id, decoded.get(PLAN), tuple(lines), gap=seq, last=last)
         lines.append(decode_record(decoded[name], seq, f"{base}/{RECORDS}/{name}"))
-    return StoredRun(run_id, decoded.get(PLAN), tuple(lines))
+    return StoredRun(run_id, decoded.get(PLAN), tuple(lines), last=len(lines))
+
+
+def _read_blob(zk: ZooKeeper, path: str, chunk_prefix: str) -> bytes | None:
+    """One blob's document, decoded; None if its head is not there."""
+    heads = zk.get_many([path])
+    read = heads.get(path)
+    if read is None:
+        return None
+    count = blob_chunks(read[0], path)
+    paths = [f"{chunk_prefix}-{n:04d}" for n in range(count)]
+    chunk_reads = zk.get_many(paths)
+    chunks = []
+    for chunk_path in paths:
+        chunk = chunk_reads.get(chunk_path)
+        if chunk is None:
+            raise JournalError(f"{chunk_path}: a chunk of {path} is missing")
+        chunks.append(chunk[0])
+    return decode_blob(read[0], chunks, path)
 
 
 def prune_before(zk: ZooKeeperStore, cluster: str, run_id: str) -> list[str]:
@@ -209,9 +250,32 @@ class Choice:
     reason: str
 
 
-def choose_copy(local: Sequence[bytes] | None, stored: Sequence[bytes] | None) -> Choice:
+def choose_copy(
+    local: Sequence[bytes] | None,
+    stored: Sequence[bytes] | None,
+    *,
+    gap: int | None = None,
+    last: int = 0,
+) -> Choice:
     """The copy to read of a run's journal: the longer, as long as one is a prefix of the
-    other (see the module's docstring). Pure."""
+    other (see the module's docstring). ZooKeeper's copy with a gap (`gap`: the first record
+    missing; `last`: the highest it holds) serves only up to it: a local journal that holds
+    every record up to `last` is read instead; without one, nothing can say what the records
+    in the gap did, and the copy is refused, naming the gap. Pure."""
+    if gap is not None:
+        held = len(local) if local is not None else 0
+        if held < last:
+            raise JournalError(
+                f"ZooKeeper's copy of this run is missing record {gap} of {last}, and this"
+                f" host's journal has {held} record(s): read it on the host that ran it, whose"
+                " local journal is complete"
+            )
+        choice = choose_copy(local, stored)
+        return Choice(
+            choice.source,
+            choice.lines,
+            f"ZooKeeper's copy is missing record {gap}; the local journal is complete",
+        )
     if local is None and stored is None:
         raise JournalError("no journal for this run, neither local nor in ZooKeeper")
     if stored is None or not stored:

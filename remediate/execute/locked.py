@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +170,10 @@ def open_run(root: Path, zk: ZooKeeper, cluster: str, run_id: str, progress: Pro
         local = None
     stored = read_run(zk, cluster, run_id)
     choice = choose_copy(
-        None if local is None else local.lines(), None if stored is None else stored.lines
+        None if local is None else local.lines(),
+        None if stored is None else stored.lines,
+        gap=None if stored is None else stored.gap,
+        last=0 if stored is None else stored.last,
     )
     if choice.source == "local":
         assert local is not None
@@ -194,7 +197,12 @@ def read_journal(
             except JournalError:
                 local = None
             stored = read_run(zk, config.cluster, chosen)
-            choice = choose_copy(local, None if stored is None else stored.lines)
+            choice = choose_copy(
+                local,
+                None if stored is None else stored.lines,
+                gap=None if stored is None else stored.gap,
+                last=0 if stored is None else stored.last,
+            )
             runs = sorted({*list_runs(root), *zk_runs(zk, config.cluster)})
     except ZooKeeperError as error:
         progress(f"ZooKeeper could not be read ({error}): this host's journal only")
@@ -420,7 +428,11 @@ def record_check(config: ClusterConfig, run_id: str, report: ScanReport, *, now:
         except ZooKeeperError:
             zk = None
         if zk is not None:
-            journal.mirror = JournalMirror(zk, config.cluster, run_id)
+            mirror = JournalMirror(zk, config.cluster, run_id)
+            # The run's records ZooKeeper missed go first: the copy never gets a gap.
+            with suppress(ZooKeeperError, JournalError):
+                mirror.catch_up(journal.plan_text(), journal.lines())
+                journal.mirror = mirror
         journal.append(
             JournalEvent.CHECKED,
             now=now,

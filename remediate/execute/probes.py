@@ -15,7 +15,7 @@ from tenacity import (
     wait_fixed,
 )
 
-from remediate.collect.cluster_state import read_cluster_state
+from remediate.collect.cluster_state import read_cluster_state, read_migration
 from remediate.collect.collector import read_file_tail
 from remediate.errors import (
     CommandTimeoutError,
@@ -30,7 +30,7 @@ from remediate.execute.recorder import Recorder
 from remediate.execute.services import Services
 from remediate.formats.logloading import LogLoading, parse_log_loading, unreadable
 from remediate.formats.znodes import CONTROLLER_EPOCH, decode_controller_epoch
-from remediate.gates import health_sample, stopped_blocker
+from remediate.gates import health_sample, migration_blocker, stopped_blocker
 from remediate.ports import SERVICE_COMMANDS, CommandKind
 from remediate.state import ClusterState
 
@@ -189,6 +189,17 @@ class Probes:
             raise HaltedError(
                 f"broker {broker} is running again: files are {what} only on a stopped broker"
             )
+
+    def require_no_migration(self, doing: str) -> None:
+        """Halt if a ZooKeeper-to-KRaft migration has begun, read right before `doing` (a
+        file on a broker cannot be changed in one transaction with a check in ZooKeeper: the
+        fresh read is as close as it gets)."""
+        state = read_migration(
+            self.services.zk, on_retry=self.recorder.retried("a ZooKeeper request")
+        )
+        blocker = migration_blocker(state)
+        if blocker is not None:
+            raise HaltedError(f"{doing} refused: {blocker}")
 
     # -- commands and waits -------------------------------------------------------------------
 

@@ -260,6 +260,7 @@ class RestartRun(StepRun[RestartStep]):
     def delete(self) -> dict[str, Any]:
         broker = self.broker
         self.probes.require_down(broker, "deleted")
+        self.probes.require_no_migration(f"deletion on broker {broker}")
         backup = self.ledger.backups.get(broker)
         if backup is None:
             raise HaltedError(f"broker {broker}: no verified backup in the journal")

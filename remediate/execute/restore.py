@@ -5,13 +5,19 @@ done, or no election needed) is journaled with the reason."""
 
 from __future__ import annotations
 
-import contextlib
 from functools import partial
 from typing import Any
 
+from remediate.collect.cluster_state import ControllerFence, read_fence
 from remediate.collect.collector import collect_brokers
 from remediate.collect.snapshot import ReplicaRow
-from remediate.errors import HaltedError, VersionConflictError, ZnodeMissingError, ZooKeeperError
+from remediate.errors import (
+    HaltedError,
+    OutcomeUnknownError,
+    VersionConflictError,
+    ZnodeMissingError,
+    ZooKeeperError,
+)
 from remediate.execute.decisions import (
     agreement_blocker,
     claimed_blocker,
@@ -23,10 +29,17 @@ from remediate.execute.journal import JournalEvent
 from remediate.execute.stepbase import StepRun
 from remediate.execute.steps import Decision, StepKey
 from remediate.formats.topic_id import parse_topic_id
-from remediate.formats.znodes import CONTROLLER, decode_topic, topic_path, with_topic_id
+from remediate.formats.znodes import (
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    decode_topic,
+    topic_path,
+    with_topic_id,
+)
 from remediate.gates import migration_blocker, missing_id_blocker, topic_in_sync_blocker
 from remediate.plan import RestoreStep
 from remediate.playbook import Action, Timeouts
+from remediate.ports import DeleteNode, SetData, ZkOp
 from remediate.state import ClusterState
 
 ELECTION_TIMEOUT_S = 60.0
@@ -139,12 +152,36 @@ class RestoreRun(StepRun[RestoreStep]):
 
     # -- the writes ---------------------------------------------------------------------------
 
+    def fence(self) -> ControllerFence:
+        """The controller's fence, read right before a write: halts if a migration has begun
+        (remediate/collect/cluster_state.py, `ControllerFence`)."""
+        fence = read_fence(self.services.zk, on_retry=self.recorder.retried("a ZooKeeper request"))
+        blocker = migration_blocker(fence.state)
+        if blocker is not None:
+            raise HaltedError(f"nothing written: {blocker}")
+        if fence.epoch_version is None:
+            raise HaltedError(f"{CONTROLLER_EPOCH} does not exist: no controller ever ran here")
+        return fence
+
+    def after_conflict(self, fence: ControllerFence, what: str) -> str:
+        """Why a write conditioned on `fence` was refused by ZooKeeper: a controller took over
+        since the read (a migration's KRaft controller, or an election), or `what` changed."""
+        now = read_fence(self.services.zk, on_retry=self.recorder.retried("a ZooKeeper request"))
+        blocker = migration_blocker(now.state)
+        if blocker is not None:
+            return f"nothing written: {blocker}"
+        if now.epoch_version != fence.epoch_version:
+            return (
+                f"a controller took over between the check and the write (controller epoch"
+                f" {fence.state.controller_epoch} -> {now.state.controller_epoch}); nothing"
+                " written: `resume` checks again"
+            )
+        return f"{what} changed while writing; nothing written"
+
     def write_topic_id(self, *, regate: bool) -> dict[str, Any]:
-        step = self.step
+        step, zk = self.step, self.services.zk
         path = topic_path(step.topic)
-        data, stat = self.services.zk.get(
-            path, on_retry=self.recorder.retried("a ZooKeeper request")
-        )
+        data, stat = zk.get(path, on_retry=self.recorder.retried("a ZooKeeper request"))
         current = decode_topic(data, source=path)
         if current.topic_id is not None and str(current.topic_id) == step.topic_id:
             return {"znode_version": stat.version, "already": True}
@@ -164,20 +201,38 @@ class RestoreRun(StepRun[RestoreStep]):
         updated = with_topic_id(
             data, parse_topic_id(step.topic_id, source="plan", field="topic_id"), source=path
         )
+        fence = self.fence()
         self.services.failpoint("zk-write topic-id:read")
         self.recorder.lock.ensure_held()
         try:
-            new_stat = self.services.zk.set(path, updated, version=step.znode_version)
-        except VersionConflictError as exc:
-            raise HaltedError(f"{path} changed while writing; nothing written") from exc
+            zk.commit([fence.check, SetData(path, updated, step.znode_version)])
+        except (VersionConflictError, ZnodeMissingError) as exc:
+            raise HaltedError(f"{path}: {self.after_conflict(fence, path)}") from exc
+        except OutcomeUnknownError as exc:
+            # Never written again blind: read to learn whether the write took effect.
+            data, stat = zk.get(path, on_retry=self.recorder.retried("a ZooKeeper request"))
+            if str(decode_topic(data, source=path).topic_id) != step.topic_id:
+                raise HaltedError(
+                    f"{path}: the write's answer was lost and the znode does not hold"
+                    f" {step.topic_id}: nothing written; `resume` checks again"
+                ) from exc
+            self.recorder.record(
+                JournalEvent.NOTE,
+                step=str(self.key(Action.ZK_WRITE_TOPIC_ID)),
+                decision=f"the write's answer was lost ({exc}); read again: it took effect",
+            )
         except ZooKeeperError as exc:
             raise HaltedError(f"{path}: ZooKeeper write failed: {exc}") from exc
         self.services.progress(f"topic {step.topic}: wrote {step.topic_id} into {path}")
-        return {"znode_version": new_stat.version, "topic_id": step.topic_id}
+        # A conditional write that took effect moved the znode one version on.
+        return {"znode_version": step.znode_version + 1, "topic_id": step.topic_id}
 
     def reelect(self, key: StepKey) -> dict[str, Any]:
         probes, recorder = self.probes, self.recorder
-        before = probes.controller_epoch()
+        fence = self.fence()
+        before = fence.state.controller_epoch
+        if before is None:
+            raise HaltedError(f"{CONTROLLER_EPOCH} does not parse: {fence.state.problems}")
         # Resumed: if an election already happened after the one this action recorded, the
         # delete took effect and is not repeated.
         recorded = [
@@ -196,8 +251,7 @@ class RestoreRun(StepRun[RestoreStep]):
             raise HaltedError(f"controller election refused: {blocker}")
         recorder.record(JournalEvent.NOTE, step=str(key), controller_epoch_before=before)
         recorder.lock.ensure_held()
-        with contextlib.suppress(ZnodeMissingError):
-            self.services.zk.delete(CONTROLLER, on_retry=recorder.retried("a ZooKeeper request"))
+        self.delete_controller(key, fence)
         probes.wait(
             lambda: (
                 None
@@ -210,6 +264,33 @@ class RestoreRun(StepRun[RestoreStep]):
         after = probes.read()
         self.services.progress(f"controller re-elected: broker {after.controller_id}")
         return {"controller": after.controller_id, "controller_epoch": after.controller_epoch}
+
+    def delete_controller(self, key: StepKey, fence: ControllerFence) -> None:
+        """Delete the `/controller` that was read, in one transaction with the fence's check:
+        never a controller elected since (whose own election already loaded the id written),
+        never once a migration has begun. Never sent twice: a lost answer is read again by
+        the wait for the election that follows."""
+        if fence.controller_version is None:
+            decision = "no /controller at the read: an election is under way already"
+        else:
+            ops: list[ZkOp] = [fence.check, DeleteNode(CONTROLLER, fence.controller_version)]
+            try:
+                self.services.zk.commit(ops)
+                return
+            except (VersionConflictError, ZnodeMissingError):
+                reason = self.after_conflict(fence, CONTROLLER)
+                if reason.startswith("nothing written: "):
+                    raise HaltedError(f"controller election refused: {reason}") from None
+                decision = (
+                    "a controller took over since the read (its election loaded the id"
+                    " written): /controller not deleted"
+                )
+            except OutcomeUnknownError as exc:
+                decision = (
+                    f"the delete's answer was lost ({exc}): not sent again; the wait for a new"
+                    " controller shows whether it took effect"
+                )
+        self.recorder.record(JournalEvent.NOTE, step=str(key), decision=decision)
 
     # -- after ------------------------------------------------------------------------------
 

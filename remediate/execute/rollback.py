@@ -19,7 +19,7 @@ from remediate.execute.recorder import Recorder
 from remediate.execute.services import Services
 from remediate.execute.startwait import wait_started
 from remediate.execute.steps import Decision, RunAction, StepKey
-from remediate.gates import StaleIdHolder, pre_restart_blocker
+from remediate.gates import StaleIdHolder, migration_blocker, pre_restart_blocker
 from remediate.plan import Plan
 from remediate.playbook import Action, Timeouts
 
@@ -74,7 +74,9 @@ class BrokerRollback:
 
     def gate(self) -> dict[str, Any]:
         """The restart-safety gate, as before a run's stop; a broker already down has
-        nothing left to protect by waiting, so its blocker does not hold the rollback."""
+        nothing left to protect by waiting, so its blocker does not hold the rollback, unless
+        a ZooKeeper-to-KRaft migration has begun: files written back then hold ids that
+        KRaft's controller does not know."""
         config = self.services.config
         state = self.probes.read()
         blocker = pre_restart_blocker(
@@ -88,8 +90,9 @@ class BrokerRollback:
         self.recorder.record(
             JournalEvent.GATE, step=self.key(Decision.ROLLBACK_GATE), blocker=blocker
         )
-        if blocker and self.broker in state.brokers:
-            raise HaltedError(f"rollback of broker {self.broker} refused: {blocker}")
+        migration = migration_blocker(state)
+        if migration is not None or (blocker and self.broker in state.brokers):
+            raise HaltedError(f"rollback of broker {self.broker} refused: {migration or blocker}")
         return {"blocker": blocker, "registered": self.broker in state.brokers}
 
     def stop(self) -> dict[str, Any]:
@@ -106,6 +109,7 @@ class BrokerRollback:
     def restore(self) -> dict[str, Any]:
         broker = self.broker
         self.probes.require_down(broker, "restored")
+        self.probes.require_no_migration(f"restore of broker {broker}'s backup")
         paths = restore_backup(self.services.transport_for(broker), self.backup)
         self.restored = list(paths)
         self.recorder.record(

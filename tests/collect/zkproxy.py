@@ -1,5 +1,7 @@
-"""A TCP proxy in front of a real ZooKeeper that counts the client's requests by operation and
-can answer multiRead as a ZooKeeper older than 3.6 does.
+"""A TCP proxy in front of a real ZooKeeper that counts the client's requests by operation, can
+answer multiRead as a ZooKeeper older than 3.6 does, and can lose the answer to a request
+(the request reaches the server and takes effect; the connection drops before its answer
+reaches the client: what a network fault does to a write).
 
 ZooKeeper 3.5 does not know operation 22 (multiRead): ZooKeeperServer.submitRequest hands it
 to UnimplementedRequestProcessor, which answers a reply header with error UNIMPLEMENTED (-6)
@@ -17,8 +19,12 @@ import socket
 import struct
 import threading
 from collections import Counter
+from collections.abc import Callable
 
+MULTI = 14
 MULTI_READ = 22
+# Operations inside a multi (ZooDefs.OpCode).
+DELETE, SET_DATA, CHECK = 2, 5, 13
 UNIMPLEMENTED = -6
 _INT = struct.Struct("!i")
 _REPLY = struct.Struct("!iqi")  # ReplyHeader: xid, zxid, err
@@ -42,9 +48,19 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
 
 
 class ZkProxy:
-    def __init__(self, upstream: tuple[str, int], *, old_server: bool = False) -> None:
+    def __init__(
+        self,
+        upstream: tuple[str, int],
+        *,
+        old_server: bool = False,
+        lose_answer_to: Callable[[int, bytes], bool] | None = None,
+    ) -> None:
+        """`lose_answer_to(operation, request body)`: whether the answer to this request is
+        to be lost (the connection is dropped in its place)."""
         self.upstream = upstream
         self.old_server = old_server
+        self.lose_answer_to = lose_answer_to
+        self.answers_lost = 0
         self.operations: Counter[int] = Counter()
         self.connections = 0
         self._lock = threading.Lock()
@@ -73,15 +89,20 @@ class ZkProxy:
             # Whole packets only go to the client, one at a time: a reply of the proxy's own
             # never lands inside one of the server's.
             sending = threading.Lock()
+            doomed: set[int] = set()  # the xids whose answers are to be lost
             threading.Thread(
-                target=self._requests, args=(client, server, sending), daemon=True
+                target=self._requests, args=(client, server, sending, doomed), daemon=True
             ).start()
             threading.Thread(
-                target=self._answers, args=(server, client, sending), daemon=True
+                target=self._answers, args=(server, client, sending, doomed), daemon=True
             ).start()
 
     def _requests(
-        self, client: socket.socket, server: socket.socket, sending: threading.Lock
+        self,
+        client: socket.socket,
+        server: socket.socket,
+        sending: threading.Lock,
+        doomed: set[int],
     ) -> None:
         first = True
         try:
@@ -101,6 +122,8 @@ class ZkProxy:
                         with sending:
                             client.sendall(_INT.pack(len(reply)) + reply)
                         break
+                    if self.lose_answer_to is not None and self.lose_answer_to(operation, body):
+                        doomed.add(xid)
                 first = False
                 server.sendall(head + body)
         except OSError:
@@ -109,16 +132,47 @@ class ZkProxy:
             _shut(client, server)
 
     def _answers(
-        self, server: socket.socket, client: socket.socket, sending: threading.Lock
+        self,
+        server: socket.socket,
+        client: socket.socket,
+        sending: threading.Lock,
+        doomed: set[int],
     ) -> None:
         try:
             while (head := _read_exactly(server, 4)) is not None:
                 body = _read_exactly(server, _INT.unpack(head)[0])
                 if body is None:
                     break
+                if _INT.unpack_from(body)[0] in doomed:
+                    with self._lock:
+                        self.answers_lost += 1
+                    break  # the answer is dropped with the connection
                 with sending:
                     client.sendall(head + body)
         except OSError:
             pass
         finally:
             _shut(client, server)
+
+
+def multi_operations(body: bytes) -> list[int]:
+    """The operations inside a multi request's body (after its xid and type), as far as they
+    are checks, deletes and writes (the only ones this proxy reads)."""
+    operations: list[int] = []
+    offset = 8
+    try:
+        while True:
+            operation, done, _err = struct.unpack_from("!i?i", body, offset)
+            offset += 9
+            if done:
+                return operations
+            operations.append(operation)
+            path_length = _INT.unpack_from(body, offset)[0]
+            offset += 4 + path_length
+            if operation == SET_DATA:
+                offset += 4 + _INT.unpack_from(body, offset)[0]
+            elif operation not in (CHECK, DELETE):
+                return operations
+            offset += 4  # the version
+    except struct.error:
+        return operations

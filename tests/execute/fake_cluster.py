@@ -11,12 +11,18 @@ touches a broker's files, so they are exercised rather than imitated.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from remediate.config import ClusterConfig, parse_cluster_config
-from remediate.errors import SudoError, VersionConflictError, ZnodeMissingError, ZooKeeperError
+from remediate.errors import (
+    OutcomeUnknownError,
+    SudoError,
+    VersionConflictError,
+    ZnodeMissingError,
+    ZooKeeperError,
+)
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import (
@@ -44,9 +50,12 @@ from remediate.ports import (
     SERVICE_COMMANDS,
     CommandKind,
     CommandResult,
+    DeleteNode,
     Listener,
     OnRetry,
     SessionState,
+    SetData,
+    ZkOp,
     ZnodeStat,
 )
 from remediate.transport import LocalTransport, sudo_refused, timed_out
@@ -105,6 +114,9 @@ class FakeZooKeeper:
         self.on_delete: dict[str, Callable[[], None]] = {}
         self.writes: list[tuple[str, str]] = []  # ("set" | "delete", path) by the executor
         self.drops = 0  # connection drops to inject: each retried request costs one
+        self.answers_lost = 0  # transactions to take effect with their answer lost
+        # What happens just before a transaction of the executor's (a race), given its ops.
+        self.before_commit: Callable[[Sequence[ZkOp]], None] | None = None
 
     # -- used by the fake cluster itself ------------------------------------------------------
 
@@ -186,16 +198,35 @@ class FakeZooKeeper:
         node.data, node.version, node.mzxid = data, node.version + 1, self.zxid
         return self._stat(node)
 
-    def delete(
-        self, path: str, *, timeout: float | None = None, on_retry: OnRetry | None = None
-    ) -> None:
+    def delete(self, path: str, *, timeout: float | None = None) -> None:
         if path not in self.nodes:
             raise ZnodeMissingError(f"{path}: no such znode")
+        self._delete(path)
+
+    def _delete(self, path: str) -> None:
         self.writes.append(("delete", path))
         del self.nodes[path]
         hook = self.on_delete.get(path)
         if hook is not None:
             hook()
+
+    def commit(self, ops: Sequence[ZkOp]) -> None:
+        if self.before_commit is not None:
+            self.before_commit(ops)
+        for op in ops:
+            node = self.nodes.get(op.path)
+            if node is None:
+                raise ZnodeMissingError(f"{op.path}: no such znode: nothing written")
+            if node.version != op.version:
+                raise VersionConflictError(f"{op.path} is no longer at version {op.version}")
+        for op in ops:
+            if isinstance(op, SetData):
+                self.set(op.path, op.data, version=op.version)
+            elif isinstance(op, DeleteNode):
+                self._delete(op.path)
+        if self.answers_lost:
+            self.answers_lost -= 1
+            raise OutcomeUnknownError("a transaction: no answer (ConnectionLoss)")
 
     def add_listener(self, listener: Listener) -> None:
         self.listeners.append(listener)

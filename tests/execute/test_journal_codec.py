@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import zlib
 
 import pytest
@@ -125,3 +126,28 @@ def test_an_undone_step_is_not_finished_and_counts_its_undoing() -> None:
     assert (stop.started, stop.finished, stop.undone, stop.attempts) == (False, False, 1, 1)
     assert progress.status == "halted"
     assert progress.last_error == "stopped by SIGTERM"
+
+
+@pytest.mark.parametrize(
+    ("local", "stored", "gap", "last", "expected"),
+    [
+        # ZooKeeper missed record 2 and got 3: the complete local journal is read.
+        (A, A[:1], 2, 3, "local"),
+        # This host has no journal, or one that stops before the gap's end: refused.
+        (None, A[:1], 2, 3, "missing record 2 of 3, and this host's journal has 0 record(s)"),
+        (A[:2], A[:1], 2, 3, "missing record 2 of 3, and this host's journal has 2 record(s)"),
+    ],
+)
+def test_a_copy_with_a_gap_serves_only_beside_a_complete_local_journal(
+    local: list[bytes] | None, stored: list[bytes], gap: int, last: int, expected: str
+) -> None:
+    if expected == "local":
+        choice = choose_copy(local, stored, gap=gap, last=last)
+        assert choice.source == "local"
+        assert choice.lines == tuple(A)
+        assert choice.reason == (
+            "ZooKeeper's copy is missing record 2; the local journal is complete"
+        )
+        return
+    with pytest.raises(JournalError, match=re.escape(expected)):
+        choose_copy(local, stored, gap=gap, last=last)

@@ -373,6 +373,18 @@ class ApplyLab:
         path.write_text(yaml.safe_dump(settings, sort_keys=False))
         return path
 
+    def with_zookeeper(self, connect: str) -> Path:
+        """A copy of cluster.yaml that reaches ZooKeeper at `connect` (a proxy, say)."""
+        settings = self.settings
+        settings["zookeeper"]["connect"] = connect
+        path = self.directory / "cluster-proxied.yaml"
+        path.write_text(yaml.safe_dump(settings, sort_keys=False))
+        return path
+
+    def zookeeper_address(self) -> tuple[str, int]:
+        host, _, port = str(self.settings["zookeeper"]["connect"]).split(",")[0].rpartition(":")
+        return host, int(port.split("/")[0])
+
     def with_service(self, **commands: str) -> Path:
         """A copy of cluster.yaml whose service commands are replaced (a broken unit file)."""
         settings = self.settings

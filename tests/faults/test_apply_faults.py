@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from remediate.execute import steps
@@ -30,10 +31,17 @@ from remediate.execute.lock import lock_path
 from remediate.execute.steps import RESTART_ACTIONS, RunAction, StepKey
 from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
+from remediate.formats.znodes import (
+    CONTROLLER_EPOCH,
+    MIGRATION,
+    MigrationState,
+    encode_migration,
+)
 from remediate.sandbox import admin, cluster
 from remediate.sandbox.emulated.config import SANDBOX_DEFAULTS
 from remediate.sandbox.plumbing import process, zkserver
 from remediate.sandbox.reproduce import partition_states, replica_file_ids
+from tests.collect.zkproxy import DELETE, MULTI, ZkProxy, multi_operations
 from tests.execute.sandbox_tools import run_cli
 from tests.faults.apply_lab import (
     AREA,
@@ -323,6 +331,92 @@ def test_sigkill_in_the_middle_of_a_restore(healthy_lab: ApplyLab) -> None:
     assert results["zk-write topic-id"].get("already") is True
     assert results["zk-write controller-election"].get("already") is True
     assert lab.controller_epoch() == epoch, "the controller was elected again"
+    assert_restored(lab, held, pids)
+    lab.plans.clear()
+
+
+@pytest.mark.fault(
+    AREA,
+    "The answer to the restore's election is lost: the transaction that deletes /controller"
+    " reaches ZooKeeper and takes effect, and the connection drops before its answer arrives",
+    "The delete is not sent again (a second one could depose the controller it elected): the"
+    " run journals the lost answer, waits for the election it caused, and completes; one"
+    " election in all",
+)
+def test_the_elections_delete_whose_answer_is_lost_is_not_sent_again(
+    healthy_lab: ApplyLab,
+) -> None:
+    lab = healthy_lab
+    plan, held = plant_agreed_mismatch(lab)
+    pids = {b: cluster.broker_pid(lab.directory, b) for b in (1, 2, 3)}
+
+    def the_election(operation: int, body: bytes) -> bool:
+        return operation == MULTI and DELETE in multi_operations(body)
+
+    proxy = ZkProxy(lab.zookeeper_address(), lose_answer_to=the_election)
+    epoch = lab.controller_epoch()
+    try:
+        run = lab.finish(lab.start_apply(plan, config=lab.with_zookeeper(proxy.connect_string)))
+    finally:
+        proxy.close()
+    assert run.exit_code == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    assert proxy.answers_lost == 1
+    assert lab.controller_epoch() == epoch + 1, "a second election"
+    (lost,) = [
+        str(r["decision"])
+        for r in run.events("note")
+        if "answer was lost" in str(r.get("decision"))
+    ]
+    assert lost.startswith("the delete's answer was lost (a transaction of check of")
+    assert_restored(lab, held, pids)
+    lab.plans.clear()
+
+
+@pytest.mark.fault(
+    AREA,
+    "A ZooKeeper-to-KRaft migration begins between the restore's last check and its znode"
+    " write: a KRaft controller creates /migration and claims the controller, bumping"
+    " /controller_epoch, while the operator holds the znode it read",
+    "ZooKeeper refuses the write (one transaction with the check of /controller_epoch): the run"
+    " halts (exit 5) naming the migration, nothing written; once the migration is reverted as"
+    " Kafka's guide says (/migration and /controller deleted), `resume` checks again and"
+    " completes",
+)
+def test_a_migration_begun_between_the_check_and_the_write_writes_nothing(
+    healthy_lab: ApplyLab,
+) -> None:
+    lab = healthy_lab
+    plan, held = plant_agreed_mismatch(lab)
+    path = f"/brokers/topics/{AGREED}"
+    pause = lab.pause("before-the-write")
+    process_ = lab.start_apply(plan, failpoints=f"zk-write topic-id:read={pause.action}")
+    pause.wait(process_)
+    before = lab.zk.get(path)
+    try:
+        # What a KRaft controller does as it takes over (KafkaZkClient's
+        # tryRegisterKRaftControllerAsActiveController): /migration, /controller_epoch bumped.
+        lab.zk.create(MIGRATION, encode_migration(MigrationState(3000, 1, -1, -1)))
+        data, stat = lab.zk.get(CONTROLLER_EPOCH)
+        lab.zk.set(CONTROLLER_EPOCH, str(int(data) + 1).encode(), version=stat.version)
+        pause.release()
+        run = lab.finish(process_)
+        assert run.exit_code == 5, run.stdout[-2000:] + run.stderr[-3000:]
+        (halted,) = run.events("run-halted")
+        assert (
+            f"{path}: nothing written: a ZooKeeper-to-KRaft migration has begun: KRaft"
+            " controller 3000 (epoch 1) leads a migration"
+        ) in halted["error"]
+        assert lab.zk.get(path)[0] == before[0]
+    finally:
+        # Reverted to ZooKeeper mode (Kafka's migration guide): /migration and /controller go.
+        with contextlib.suppress(NoNodeError):
+            lab.zk.delete(MIGRATION)
+        admin.failover_controller(lab.zk)
+    resumed = assert_resumed_to_the_end(lab, run)
+    assert any(
+        "the gate is checked again" in str(r.get("decision")) for r in resumed.events("note")
+    )
+    pids = {b: cluster.broker_pid(lab.directory, b) for b in (1, 2, 3)}
     assert_restored(lab, held, pids)
     lab.plans.clear()
 
