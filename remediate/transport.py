@@ -19,6 +19,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from subprocess import PIPE, Popen
+from typing import Any
 
 import paramiko
 from fabric import Config, Connection
@@ -57,6 +59,23 @@ def timed_out(where: str, kind: CommandKind, timeout: float) -> CommandTimeoutEr
 class _Local(Local):
     read_chunk_size = READ_CHUNK
     _killed = False
+
+    def start(self, command: str, shell: str, env: dict[str, Any]) -> None:
+        # In a session of its own: a terminal's Ctrl-C goes to the operator's process group,
+        # which stops the run cleanly between actions, and never to the stop or start
+        # command in flight (nor to a broker it starts). Never with a pty here (hide=True).
+        # The shell as invoke runs it: the commands are cluster.yaml's, with every untrusted
+        # part quoted by their callers.
+        self.process = Popen(  # noqa: S602
+            command,
+            shell=True,
+            executable=shell,
+            env=env,
+            stdout=PIPE,
+            stderr=PIPE,
+            stdin=PIPE,
+            start_new_session=True,
+        )
 
     def kill(self) -> None:
         self._killed = True

@@ -161,7 +161,9 @@ def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooZooKeeper:
             f"ZooKeeper at {settings.connect} refused the session: {type(exc).__name__}"
             f"{_auth_hint(settings.auth)}"
         ) from exc
-    return KazooZooKeeper(client, multi_read=multi_read, write_timeout_s=settings.session_timeout_s)
+    return KazooZooKeeper(
+        client, multi_read=multi_read, request_timeout_s=settings.session_timeout_s
+    )
 
 
 # A connection that drops for a moment is retried like every read; a refused SASL login fails
@@ -233,13 +235,14 @@ class KazooZooKeeper:
     3.6 or later), `get_many` sends multiRead batches instead of one request per znode."""
 
     def __init__(
-        self, client: KazooClient, *, multi_read: bool = False, write_timeout_s: float = 10.0
+        self, client: KazooClient, *, multi_read: bool = False, request_timeout_s: float = 10.0
     ) -> None:
         self.client = client
         self.multi_read = multi_read
-        # How long a write waits for its answer (kazoo would wait as long as the connection
-        # stays down): the session's timeout, after which it has expired anyway.
-        self.write_timeout_s = write_timeout_s
+        # How long a request waits for its answer: kazoo queues requests while the connection
+        # is down and would wait as long as it stays down (a run that could neither go on nor
+        # be stopped). The session's timeout: past it the session has expired anyway.
+        self.request_timeout_s = request_timeout_s
 
     def close(self) -> None:
         """Stop and close the client: its session ends, and its ephemeral znodes with it."""
@@ -256,6 +259,8 @@ class KazooZooKeeper:
         return int(client_id[0]) if client_id else None
 
     def _retried(self, what: str, call: Callable[[], T], on_retry: OnRetry | None) -> T:
+        """`call` (a request that may be sent again), retried on a dropped connection; no
+        answer within the request timeout is not retried: ZooKeeper is out of reach."""
         try:
             for attempt in Retrying(
                 retry=retry_if_exception_type(TRANSIENT),
@@ -269,6 +274,11 @@ class KazooZooKeeper:
             raise AssertionError("unreachable")  # pragma: no cover
         except TRANSIENT as exc:
             raise ZooKeeperError(f"ZooKeeper connection lost ({what}): {exc}") from exc
+        except self.client.handler.timeout_exception as exc:
+            raise ZooKeeperError(
+                f"ZooKeeper did not answer within {self.request_timeout_s:g}s ({what}): the"
+                " connection is down"
+            ) from exc
         except NoNodeError as exc:
             raise ZnodeMissingError(f"{what}: no such znode") from exc
         except NodeExistsError as exc:
@@ -280,7 +290,7 @@ class KazooZooKeeper:
 
     def get(self, path: str, *, on_retry: OnRetry | None = None) -> tuple[bytes, ZnodeStat]:
         def read() -> tuple[bytes, ZnodeStat]:
-            data, stat = self.client.get(path)
+            data, stat = self.client.get_async(path).get(timeout=self.request_timeout_s)
             return data, _stat(stat)
 
         return self._retried(f"read of {path}", read, on_retry)
@@ -291,7 +301,9 @@ class KazooZooKeeper:
         def read_batched() -> dict[str, tuple[bytes, ZnodeStat] | None]:
             return {
                 path: None if read is None else (read[0], _stat_of(read[1]))
-                for path, read in multiread.read_many(self.client, list(paths)).items()
+                for path, read in multiread.read_many(
+                    self.client, list(paths), timeout=self.request_timeout_s
+                ).items()
             }
 
         def read() -> dict[str, tuple[bytes, ZnodeStat] | None]:
@@ -300,7 +312,7 @@ class KazooZooKeeper:
             resolved: dict[str, tuple[bytes, ZnodeStat] | None] = {}
             for path, result in pending.items():
                 try:
-                    data, stat = result.get()
+                    data, stat = result.get(timeout=self.request_timeout_s)
                 except NoNodeError:
                     resolved[path] = None
                 else:
@@ -314,7 +326,8 @@ class KazooZooKeeper:
     def children(self, path: str, *, on_retry: OnRetry | None = None) -> list[str]:
         def read() -> list[str]:
             try:
-                return sorted(self.client.get_children(path))
+                children = self.client.get_children_async(path)
+                return sorted(children.get(timeout=self.request_timeout_s))
             except NoNodeError:
                 return []
 
@@ -322,14 +335,19 @@ class KazooZooKeeper:
 
     def exists(self, path: str) -> ZnodeStat | None:
         try:
-            stat = self.client.exists(path)
-        except KazooException as exc:
+            stat = self.client.exists_async(path).get(timeout=self.request_timeout_s)
+        except (KazooException, self.client.handler.timeout_exception) as exc:
             raise ZooKeeperError(f"{type(exc).__name__}: {exc}") from exc
         return None if stat is None else _stat(stat)
 
     def set(self, path: str, data: bytes, *, version: int) -> ZnodeStat:
         try:
-            return _stat(self.client.set(path, data, version=version))
+            written = self.client.set_async(path, data, version=version)
+            return _stat(written.get(timeout=self.request_timeout_s))
+        except (*TRANSIENT, self.client.handler.timeout_exception) as exc:
+            raise OutcomeUnknownError(
+                f"write of {path}: no answer ({type(exc).__name__}); it may have taken effect"
+            ) from exc
         except BadVersionError as exc:
             raise VersionConflictError(f"{path} is no longer at version {version}") from exc
         except NoNodeError as exc:
@@ -340,7 +358,7 @@ class KazooZooKeeper:
     def delete(self, path: str, *, timeout: float | None = None) -> None:
         try:
             self.client.delete_async(path).get(
-                timeout=self.write_timeout_s if timeout is None else timeout
+                timeout=self.request_timeout_s if timeout is None else timeout
             )
         except NoNodeError as exc:
             raise ZnodeMissingError(f"{path}: no such znode") from exc
@@ -362,7 +380,7 @@ class KazooZooKeeper:
                 transaction.delete(op.path, op.version)
         what = "a transaction of " + ", ".join(_describe(op) for op in ops)
         try:
-            results = transaction.commit_async().get(timeout=self.write_timeout_s)
+            results = transaction.commit_async().get(timeout=self.request_timeout_s)
         except (*TRANSIENT, self.client.handler.timeout_exception) as exc:
             raise OutcomeUnknownError(
                 f"{what}: no answer ({type(exc).__name__}); it may have taken effect"
@@ -383,7 +401,9 @@ class KazooZooKeeper:
     def create(self, path: str, data: bytes, *, makepath: bool = False) -> None:
         self._retried(
             f"create of {path}",
-            lambda: self.client.create(path, data, makepath=makepath),
+            lambda: self.client.create_async(path, data, makepath=makepath).get(
+                timeout=self.request_timeout_s
+            ),
             None,
         )
 

@@ -109,11 +109,16 @@ def send(client: KazooClient, paths: Sequence[str]) -> AsyncResult[list[Result]]
 
 
 def read_many(
-    client: KazooClient, paths: Sequence[str], *, batch: int = BATCH
+    client: KazooClient,
+    paths: Sequence[str],
+    *,
+    batch: int = BATCH,
+    timeout: float | None = None,
 ) -> dict[str, tuple[bytes, tuple[int, ...]] | None]:
     """Every znode of `paths`, `batch` per request, all requests in flight at once: data and
     stat, or None for a znode that does not exist. Any other failed read raises kazoo's
-    exception for its code (NoAuthError, ...); a dropped connection raises ConnectionLoss."""
+    exception for its code (NoAuthError, ...); a dropped connection raises ConnectionLoss, no
+    answer within `timeout` the handler's timeout exception."""
     ordered = list(dict.fromkeys(paths))
     pending = [
         (ordered[i : i + batch], send(client, ordered[i : i + batch]))
@@ -121,7 +126,7 @@ def read_many(
     ]
     resolved: dict[str, tuple[bytes, tuple[int, ...]] | None] = {}
     for chunk, result in pending:
-        answers = result.get()
+        answers = result.get(timeout=timeout)
         if len(answers) != len(chunk):
             raise ValueError(f"multiRead: {len(answers)} results for {len(chunk)} reads")
         for path, answer in zip(chunk, answers, strict=True):

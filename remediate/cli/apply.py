@@ -295,6 +295,7 @@ def rollback(
 ) -> int:
     """Put back the files a run deleted: stop, restore (path-checked), start, gate."""
     configure_logging(*([sys.stderr] if log_json else []))
+    interrupt.install()
     config = load_cluster_config(config_path)
     restored = rollback_run(
         config,

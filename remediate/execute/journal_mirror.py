@@ -106,7 +106,11 @@ class JournalMirror:
 
     def flush(self) -> int:
         """Write the waiting records, in order; how many still wait. A ZooKeeper error leaves
-        them waiting (logged); records that disagree with ZooKeeper's raise JournalError."""
+        them waiting (logged); records that disagree with ZooKeeper's raise JournalError.
+        While the connection is down nothing is tried: an append never waits on ZooKeeper
+        (kazoo would queue the request until the connection is back)."""
+        if self._pending and not self.zk.connected:
+            return len(self._pending)
         for seq in sorted(self._pending):
             name = record_name(seq)
             try:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from remediate.errors import HaltedError
+from remediate.errors import HaltedError, StopRequestedError
 from remediate.execute.backup import Backup, restore_backup
 from remediate.execute.journal import JournalEvent
 from remediate.execute.probes import Probes
@@ -62,15 +62,30 @@ class BrokerRollback:
             key = StepKey.for_rollback(self.number, self.broker, action)
             recorder.act(key, carry_out, destructive=destructive, once=False)
 
-        act(Action.GATE_RESTART_SAFETY, self.gate)
-        act(Action.STOP, self.stop, destructive=True)
-        act(RunAction.RESTORE_BACKUP, self.restore, destructive=True)
-        act(Action.START, self.start)
-        act(Action.WAIT_REGISTERED, self.wait_registered)
+        try:
+            act(Action.GATE_RESTART_SAFETY, self.gate)
+            act(Action.STOP, self.stop, destructive=True)
+            act(RunAction.RESTORE_BACKUP, self.restore, destructive=True)
+            act(Action.START, self.start)
+            act(Action.WAIT_REGISTERED, self.wait_registered)
+        except StopRequestedError:
+            self.start_again()
+            raise
         recorder.record(
             JournalEvent.ROLLBACK_FINISHED, step=self.key(Decision.ROLLBACK), broker=self.broker
         )
         return self.restored
+
+    def start_again(self) -> None:
+        """A signal asked the rollback to stop: the broker it stopped and has not started yet
+        is started, with its files put back or not (either way a state the broker ran in),
+        whatever the signal; `rollback` again does the whole of it."""
+        finished = self.recorder.finished
+        key = partial(StepKey.for_rollback, self.number, self.broker)
+        if finished(key(Action.STOP)) and not finished(key(Action.START)):
+            self.recorder.act(
+                key(Action.START), self.start, destructive=True, once=False, interruptible=False
+            )
 
     def gate(self) -> dict[str, Any]:
         """The restart-safety gate, as before a run's stop; a broker already down has

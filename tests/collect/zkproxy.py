@@ -61,6 +61,9 @@ class ZkProxy:
         self.old_server = old_server
         self.lose_answer_to = lose_answer_to
         self.answers_lost = 0
+        # While set, requests reach nothing (pings included): a server that stopped answering
+        # behind a connection that stays open.
+        self.stalled = False
         self.operations: Counter[int] = Counter()
         self.connections = 0
         self._lock = threading.Lock()
@@ -122,6 +125,8 @@ class ZkProxy:
                         with sending:
                             client.sendall(_INT.pack(len(reply)) + reply)
                         break
+                    if self.stalled:
+                        continue
                     if self.lose_answer_to is not None and self.lose_answer_to(operation, body):
                         doomed.add(xid)
                 first = False
