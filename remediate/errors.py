@@ -53,6 +53,18 @@ class OutcomeUnknownError(ZooKeeperError):
     have taken effect. Never retried as it is: the caller reads again to learn which."""
 
 
+class KafkaAdminError(RemediationError):
+    """A request of Kafka's admin API failed, or its client could not start: which request,
+    to which broker, and what Kafka (or the client) said."""
+
+    def __init__(self, request: str, said: str, *, broker: int | None = None) -> None:
+        self.request = request
+        self.broker = broker
+        self.said = said
+        to = f" to broker {broker}" if broker is not None else ""
+        super().__init__(f"{request}{to} failed: {said}")
+
+
 class TransportError(RemediationError):
     """A command could not be run on a broker host (connection, host key, timeout)."""
 

@@ -6,15 +6,20 @@ dynamic settings (DescribeConfigs, IncrementalAlterConfigs: the copy's throttle)
 
 `KafkaPythonAdmin` speaks Kafka's protocol through kafka-python, the well-kept client that
 has all four requests (confluent-kafka's AdminClient has none of them); the sandbox's
-emulated brokers have their own adapter (remediate/sandbox/admin_port.py). Errors come back
-as Kafka's error names, or None.
+emulated brokers have their own adapter (remediate/sandbox/admin_port.py). A partition's or
+a replica's error comes back as Kafka's error name, or None; a request that fails as a whole
+(no broker answers, a timeout, credentials refused) raises KafkaAdminError, naming the
+request and the broker: nothing of the client's own errors crosses this boundary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from remediate.errors import KafkaAdminError
 
 # (topic, partition) and (topic, partition, broker), as Kafka's TopicPartition and
 # TopicPartitionReplica.
@@ -138,6 +143,30 @@ def _error_name(error: Any) -> str | None:
     return str(getattr(error, "message", error))
 
 
+@contextmanager
+def asking(
+    request: str, errors: tuple[type[BaseException], ...], *, broker: int | None = None
+) -> Iterator[None]:
+    """`request` (to `broker`), its client's `errors` turned into KafkaAdminError."""
+    try:
+        yield
+    except KafkaAdminError:
+        raise
+    except errors as exc:
+        said = str(exc) or type(exc).__name__
+        if type(exc).__name__ not in said:
+            said = f"{type(exc).__name__}: {said}"
+        raise KafkaAdminError(request, said, broker=broker) from exc
+
+
+def _client_errors() -> tuple[type[BaseException], ...]:
+    """What kafka-python raises for a request that fails: its own errors (a timeout, no
+    broker, a refused login, a version it does not know), the network's."""
+    from kafka.errors import KafkaError  # noqa: PLC0415
+
+    return (KafkaError, OSError)
+
+
 class KafkaPythonAdmin:
     """KafkaAdmin over Kafka's own protocol (kafka-python's KafkaAdminClient)."""
 
@@ -150,19 +179,23 @@ class KafkaPythonAdmin:
     ) -> None:
         from kafka.admin import KafkaAdminClient  # noqa: PLC0415 (only where it is used)
 
-        self._client = KafkaAdminClient(
-            bootstrap_servers=list(bootstrap),
-            client_id="remediate",
-            request_timeout_ms=timeout_ms,
-            **(security or Security()).client_config(),
-        )
+        self._errors = _client_errors()
+        with asking(f"the admin client's start (bootstrap {', '.join(bootstrap)})", self._errors):
+            self._client = KafkaAdminClient(
+                bootstrap_servers=list(bootstrap),
+                client_id="remediate",
+                request_timeout_ms=timeout_ms,
+                bootstrap_timeout_ms=timeout_ms,
+                **(security or Security()).client_config(),
+            )
 
     def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
         from kafka import TopicPartitionReplica  # noqa: PLC0415
 
-        answers = self._client.alter_replica_log_dirs(
-            {TopicPartitionReplica(t, p, b): d for (t, p, b), d in moves.items()}
-        )
+        with asking("AlterReplicaLogDirs", self._errors):
+            answers = self._client.alter_replica_log_dirs(
+                {TopicPartitionReplica(t, p, b): d for (t, p, b), d in moves.items()}
+            )
         said = {(r.topic, r.partition, r.broker_id): _error_name(e) for r, e in answers.items()}
         return {key: said.get(key, NO_ANSWER) for key in moves}
 
@@ -173,7 +206,9 @@ class KafkaPythonAdmin:
         for topic, partition in partitions:
             wanted.setdefault(topic, []).append(partition)
         found: dict[int, BrokerLogDirs] = {}
-        for answer in self._client.describe_log_dirs(wanted, brokers=sorted(set(brokers))):
+        with asking("DescribeLogDirs", self._errors):
+            answers = self._client.describe_log_dirs(wanted, brokers=sorted(set(brokers)))
+        for answer in answers:
             online: list[str] = []
             offline: list[str] = []
             replicas: dict[Partition, tuple[str, int]] = {}
@@ -200,18 +235,22 @@ class KafkaPythonAdmin:
     ) -> dict[Partition, str | None]:
         from kafka import TopicPartition  # noqa: PLC0415
 
-        answers = self._client.alter_partition_reassignments(
-            {TopicPartition(t, p): list(r) for (t, p), r in reassignments.items()}
-        )
+        with asking("AlterPartitionReassignments", self._errors):
+            answers = self._client.alter_partition_reassignments(
+                {TopicPartition(t, p): list(r) for (t, p), r in reassignments.items()}
+            )
         said = {(tp.topic, tp.partition): _error_name(error) for tp, error in answers.items()}
         # A partition the controller said nothing about was not reassigned.
         return {key: said.get(key, NO_ANSWER) for key in reassignments}
 
     def ongoing_reassignments(self) -> set[Partition]:
-        return {(tp.topic, tp.partition) for tp in self._client.list_partition_reassignments()}
+        with asking("ListPartitionReassignments", self._errors):
+            ongoing = self._client.list_partition_reassignments()
+        return {(tp.topic, tp.partition) for tp in ongoing}
 
     def kafka_version(self, broker: int) -> tuple[int, int] | None:
-        data = self._client.get_broker_version_data(broker)
+        with asking("ApiVersions", self._errors, broker=broker):
+            data = self._client.get_broker_version_data(broker)
         version = getattr(data, "broker_version", None)
         if not version or len(version) < 2:
             return None
@@ -221,9 +260,10 @@ class KafkaPythonAdmin:
         from kafka.admin import ConfigResource, ConfigResourceType  # noqa: PLC0415
 
         # "modified": the broker's non-default settings, with where each comes from.
-        answer = self._client.describe_configs(
-            [ConfigResource(ConfigResourceType.BROKER, str(broker))], config_filter="modified"
-        )
+        with asking("DescribeConfigs", self._errors, broker=broker):
+            answer = self._client.describe_configs(
+                [ConfigResource(ConfigResourceType.BROKER, str(broker))], config_filter="modified"
+            )
         entry = answer.get("broker", {}).get(str(broker), {}).get(name)
         if not entry or entry.get("config_source") != DYNAMIC_BROKER_CONFIG:
             return None
@@ -233,10 +273,11 @@ class KafkaPythonAdmin:
     def effective_setting(self, broker: int, name: str) -> DescribedSetting:
         from kafka.admin import ConfigResource, ConfigResourceType  # noqa: PLC0415
 
-        answer = self._client.describe_configs(
-            [ConfigResource(ConfigResourceType.BROKER, str(broker), {name: None})],
-            config_filter="all",
-        )
+        with asking("DescribeConfigs", self._errors, broker=broker):
+            answer = self._client.describe_configs(
+                [ConfigResource(ConfigResourceType.BROKER, str(broker), {name: None})],
+                config_filter="all",
+            )
         # kafka-python drops a resource's error (no DESCRIBE_CONFIGS permission, say) and
         # answers with no settings: a setting every broker has that is missing is that error.
         entry = answer.get("broker", {}).get(str(broker), {}).get(name)
@@ -254,16 +295,18 @@ class KafkaPythonAdmin:
         operation = ("DELETE", None) if value is None else ("SET", value)
         # Quota settings such as the log dirs' copy throttle are not among the ones
         # kafka-python knows; the broker itself checks the name.
-        answer = self._client.alter_configs(
-            [ConfigResource(ConfigResourceType.BROKER, str(broker), {name: operation})],
-            incremental=True,
-            raise_on_unknown=False,
-        )
+        with asking("IncrementalAlterConfigs", self._errors, broker=broker):
+            answer = self._client.alter_configs(
+                [ConfigResource(ConfigResourceType.BROKER, str(broker), {name: operation})],
+                incremental=True,
+                raise_on_unknown=False,
+            )
         said = answer.get("broker", {}).get(str(broker), NO_ANSWER)
         return None if said == "OK" else str(said)
 
     def close(self) -> None:
-        self._client.close()
+        with asking("the admin client's close", self._errors):
+            self._client.close()
 
 
 def bootstrap_servers(

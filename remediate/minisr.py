@@ -5,7 +5,10 @@ A partition's leader enforces its topic's min.insync.replicas: the topic's overr
 per-broker dynamic setting (/config/brokers/<id>), the cluster's dynamic default
 (/config/brokers/<default>), its static server.properties, Kafka's default 1. Leadership moves,
 so where brokers disagree the strictest (the largest) is the one to plan with.
-cluster.yaml's `min_insync_replicas_default` stands in only for a broker nothing is known of.
+cluster.yaml's `min_insync_replicas_default`, when the operator states it, stands in only for
+a broker nothing is known of; without it such a broker is named (`unknown`) and the planner
+refuses a plan with steps: a value guessed low would let a restart take partitions below
+their real minimum.
 
 The facts are read by remediate/collect/min_isr.py; the plan records the result
 (`PlannedMinIsr`) with its source, and the gates and the availability model use its value.
@@ -52,13 +55,23 @@ class PlannedMinIsr:
     value: int
     source: MinIsrSource
     detail: str = ""
+    # Brokers whose setting is not known and for which cluster.yaml states no value: `value`
+    # is then only the strictest of the others' (a plan with steps is refused).
+    unknown: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         said = f"{self.value} ({self.source}"
         return said + (f": {self.detail})" if self.detail else ")")
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "source": str(self.source), "detail": self.detail}
+        document: dict[str, Any] = {
+            "value": self.value,
+            "source": str(self.source),
+            "detail": self.detail,
+        }
+        if self.unknown:
+            document["unknown"] = list(self.unknown)
+        return document
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> PlannedMinIsr:
@@ -66,6 +79,7 @@ class PlannedMinIsr:
             int(document["value"]),
             MinIsrSource(str(document["source"])),
             str(document.get("detail", "")),
+            tuple(int(b) for b in document.get("unknown", ())),
         )
 
 
@@ -111,9 +125,12 @@ def broker_min_isr(facts: MinIsrFacts, broker: int) -> PlannedMinIsr | None:
     return None
 
 
-def brokers_min_isr(facts: MinIsrFacts, brokers: list[int], fallback: int) -> PlannedMinIsr:
+def brokers_min_isr(facts: MinIsrFacts, brokers: list[int], fallback: int | None) -> PlannedMinIsr:
     """What a topic without an override gets: the strictest of the brokers' own settings.
-    A broker nothing is known of counts with `fallback` (cluster.yaml's last resort)."""
+    A broker nothing is known of counts with `fallback` (the value cluster.yaml states); with
+    none stated, it is named in `unknown` instead."""
+    if fallback is None:
+        return _without_fallback(facts, brokers)
     found: list[tuple[int, int, PlannedMinIsr]] = []
     unknown: list[int] = []
     for broker in sorted(brokers):
@@ -155,3 +172,43 @@ def topic_min_isr(topic: str, config: Mapping[str, str], default: PlannedMinIsr)
     if override is not None:
         return PlannedMinIsr(override, MinIsrSource.TOPIC_OVERRIDE, f"/config/topics/{topic}")
     return default
+
+
+def _without_fallback(facts: MinIsrFacts, brokers: list[int]) -> PlannedMinIsr:
+    unknown = tuple(b for b in sorted(brokers) if broker_min_isr(facts, b) is None)
+    known = [b for b in brokers if b not in unknown]
+    if not known:
+        if facts.cluster_default is not None:
+            return brokers_min_isr(facts, brokers, facts.cluster_default)
+        return PlannedMinIsr(
+            KAFKA_DEFAULT,
+            MinIsrSource.CLUSTER_YAML,
+            "not stated, and nothing known of the brokers",
+            unknown=unknown,
+        )
+    resolved = brokers_min_isr(facts, known, KAFKA_DEFAULT)
+    if not unknown:
+        return resolved
+    listed = ", ".join(str(b) for b in unknown)
+    return PlannedMinIsr(
+        resolved.value,
+        resolved.source,
+        f"{resolved.detail}; nothing known of broker(s) {listed}",
+        unknown=unknown,
+    )
+
+
+def unknown_refusal(resolved: PlannedMinIsr, problems: tuple[str, ...] = ()) -> str | None:
+    """Why a plan with steps is refused when some broker's min.insync.replicas is not known
+    and cluster.yaml states no value, or None."""
+    if not resolved.unknown:
+        return None
+    listed = ", ".join(str(b) for b in resolved.unknown)
+    why = f" ({'; '.join(problems)})" if problems else ""
+    return (
+        f"{KEY} is not known for broker(s) {listed}{why}: without it the gates cannot tell"
+        " what a restart takes below its minimum. Let the tool read it (each broker's"
+        " server_properties, or DescribeConfigs through the kafka section:"
+        " docs/configuration.md), or state the value the brokers run with as"
+        " `min_insync_replicas_default` in cluster.yaml"
+    )

@@ -24,13 +24,13 @@ from remediate.collect.collector import Progress, transports, zk_settings
 from remediate.collect.disks import read_disks
 from remediate.collect.min_isr import resolve_brokers_min_isr
 from remediate.config import ClusterConfig
-from remediate.errors import ConfigError, PlanChoiceError
+from remediate.errors import ConfigError, KafkaAdminError, PlanChoiceError
 from remediate.execute.journal import RunStatus
 from remediate.execute.locked import apply_plan, record_check
 from remediate.exit_codes import EXIT_HALTED, EXIT_NEEDS_ACCEPTANCE, EXIT_REFUSED
 from remediate.kafka_admin import KafkaAdmin, KafkaPythonAdmin, Security, bootstrap_servers
 from remediate.kafka_lines import KafkaLines
-from remediate.minisr import MinIsrSource, PlannedMinIsr
+from remediate.minisr import KAFKA_DEFAULT, MinIsrSource, PlannedMinIsr, unknown_refusal
 from remediate.plan import Plan, PlanOptions, make_plan
 from remediate.plan.model import by_name, with_digest
 from remediate.plan.render import min_isr_of
@@ -109,7 +109,9 @@ def _plan(
     lines: KafkaLines | None = None,
 ) -> Plan:
     resolved = min_isr or PlannedMinIsr(
-        config.min_insync_replicas_default, MinIsrSource.CLUSTER_YAML, "not resolved"
+        config.min_insync_replicas_default or KAFKA_DEFAULT,
+        MinIsrSource.CLUSTER_YAML,
+        "not resolved",
     )
     plan = make_plan(
         cluster=config.cluster,
@@ -134,9 +136,13 @@ def _plan(
         moves=moves,
         disks=disks,
     )
-    if not min_isr_problems:
+    refusal = unknown_refusal(resolved, min_isr_problems) if plan.steps else None
+    if refusal is not None:
+        plan = replace(plan, refusals=(*plan.refusals, refusal))
+    if not min_isr_problems and refusal is None:
         return plan
-    # Which brokers' settings could not be read, and so counted with cluster.yaml's value.
+    # Which brokers' settings could not be read (counted with cluster.yaml's value, or
+    # refusing the plan where it states none).
     return with_digest(replace(plan, notes=(*plan.notes, *min_isr_problems)))
 
 
@@ -162,16 +168,16 @@ def kafka_lines(config: ClusterConfig, state: ClusterState) -> KafkaLines:
         return KafkaLines.read(dict.fromkeys(live, why))
     try:
         admin = kafka_admin(config, state)
-    except Exception as exc:  # a client that cannot start: every release unknown, and why
-        why = f"Kafka's admin API cannot be reached: {type(exc).__name__}: {exc}"
+    except (KafkaAdminError, ConfigError) as exc:  # no client: every release unknown, and why
+        why = f"Kafka's admin API cannot be reached: {exc}"
         return KafkaLines.read(dict.fromkeys(live, why))
     answers: dict[int, tuple[int, int] | str] = {}
     try:
         for broker in live:
             try:
                 version = admin.kafka_version(broker)
-            except Exception as exc:  # the admin client's own errors (kafka-python's)
-                answers[broker] = f"ApiVersions failed: {type(exc).__name__}: {exc}"
+            except KafkaAdminError as exc:
+                answers[broker] = str(exc)
                 continue
             answers[broker] = version if version is not None else "ApiVersions gave no release"
     finally:
@@ -244,7 +250,7 @@ def move_facts(
         admin = kafka_admin(config, scanned.state)
     except ConfigError as exc:
         return MoveFacts(problem=str(exc))
-    except Exception as exc:  # a client that cannot start: moves are simply not offered
+    except KafkaAdminError as exc:  # a client that cannot start: moves are not offered
         return MoveFacts(problem=f"Kafka's admin API cannot be reached: {exc}")
     brokers = sorted({b for _, b in replicas if b in config.broker_ids and b in state.brokers})
     factory = transports(config)

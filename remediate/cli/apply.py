@@ -32,6 +32,7 @@ from remediate.config import load_cluster_config
 from remediate.execute import interrupt
 from remediate.execute.executor import RunOutcome
 from remediate.execute.journal import RunStatus, replay
+from remediate.execute.journal_mirror import TRUST_CHOICES
 from remediate.execute.locked import (
     apply_plan,
     load_approved_plan,
@@ -214,12 +215,28 @@ def fix(
     return result.code
 
 
+trust_journal_option = click.option(
+    "--trust-journal",
+    type=click.Choice(TRUST_CHOICES),
+    help="Where this host's journal and ZooKeeper's copy disagree (refused otherwise): the"
+    " copy to go by, after comparing them. resume and rollback journal the choice and set"
+    " the other copy aside (a local one kept as journal.jsonl.distrusted).",
+)
+
+
 @click.command()
 @config_option
 @click.option("--run", "run_id", help="The run to resume (default: the latest).")
+@trust_journal_option
 @json_option
 @log_json_option
-def resume(config_path: Path, run_id: str | None, as_json: bool, log_json: bool) -> int:
+def resume(
+    config_path: Path,
+    run_id: str | None,
+    trust_journal: str | None,
+    as_json: bool,
+    log_json: bool,
+) -> int:
     """Continue a halted or crashed run; completed actions are not repeated. The journal is
     this host's, or ZooKeeper's copy when that is ahead (the run moved hosts) or the only one."""
     interrupt.install()
@@ -232,6 +249,7 @@ def resume(config_path: Path, run_id: str | None, as_json: bool, log_json: bool)
         log_json=log_json,
         progress=progress_lines(quiet=log_json or as_json),
         kafka_admin=workflows.admin_factory(config),
+        trust_journal=trust_journal,
     )
     return _emit(outcome, as_json, Path(config.journal_dir))
 
@@ -239,13 +257,17 @@ def resume(config_path: Path, run_id: str | None, as_json: bool, log_json: bool)
 @click.command()
 @config_option
 @click.option("--run", "run_id", help="The run to show (default: the latest).")
+@trust_journal_option
 @json_option
-def status(config_path: Path, run_id: str | None, as_json: bool) -> int:
+def status(config_path: Path, run_id: str | None, trust_journal: str | None, as_json: bool) -> int:
     """Show a run's progress from its journal (this host's, or ZooKeeper's copy when that is
     ahead or the only one)."""
     config = load_cluster_config(config_path)
     chosen, records, runs, source = read_journal(
-        config, run_id, progress=lambda message: err.print(message, markup=False)
+        config,
+        run_id,
+        progress=lambda message: err.print(message, markup=False),
+        trust_journal=trust_journal,
     )
     progress = replay(records)
     if as_json:
@@ -288,10 +310,16 @@ def status(config_path: Path, run_id: str | None, as_json: bool) -> int:
 @config_option
 @click.option("--run", "run_id", required=True, help="The run whose backups to restore.")
 @click.option("--broker", "broker_id", type=int, help="Only this broker.")
+@trust_journal_option
 @json_option
 @log_json_option
 def rollback(
-    config_path: Path, run_id: str, broker_id: int | None, as_json: bool, log_json: bool
+    config_path: Path,
+    run_id: str,
+    broker_id: int | None,
+    trust_journal: str | None,
+    as_json: bool,
+    log_json: bool,
 ) -> int:
     """Put back the files a run deleted: stop, restore (path-checked), start, gate."""
     configure_logging(*([sys.stderr] if log_json else []))
@@ -303,6 +331,7 @@ def rollback(
         broker=broker_id,
         log_json=log_json,
         progress=progress_lines(quiet=log_json or as_json),
+        trust_journal=trust_journal,
     )
     if as_json:
         sys.stdout.write(json.dumps({"run_id": run_id, "restored": restored}, indent=2) + "\n")

@@ -14,7 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from remediate.collect.collector import TransportFactory, read_server_properties
 from remediate.config import BrokerConfig, ClusterConfig
-from remediate.errors import FormatError, TransportError, ZooKeeperError
+from remediate.errors import (
+    ConfigError,
+    FormatError,
+    KafkaAdminError,
+    TransportError,
+    ZooKeeperError,
+)
 from remediate.formats.znodes import broker_config_path, decode_topic_config
 from remediate.kafka_admin import KafkaAdmin
 from remediate.minisr import (
@@ -73,42 +79,58 @@ def read_static_min_isr(
     admin: AdminOpener | None,
 ) -> BrokerMinIsr:
     """The broker's static min.insync.replicas: its server.properties where cluster.yaml names
-    it, else DescribeConfigs (the value the broker runs with); else nothing, with why."""
+    it; where that is not named or cannot be read, DescribeConfigs (the value the broker runs
+    with); else nothing, with why each source failed."""
+    failed: list[str] = []
     if broker.server_properties is not None:
-        transport = transport_for(broker.id)
-        try:
-            props = read_server_properties(config, broker, transport)
-        except (TransportError, FormatError) as exc:
-            return BrokerMinIsr(broker.id, problem=str(exc))
-        finally:
-            transport.close()
-        text = props.get(KEY)
-        value = parse_min_isr(text)
-        if text is not None and value is None:
-            return BrokerMinIsr(
-                broker.id,
-                problem=f"broker {broker.id}:{broker.server_properties}: {KEY}={text!r}",
-            )
-        return BrokerMinIsr(
-            broker.id,
-            static=KAFKA_DEFAULT if value is None else value,
-            static_source=MinIsrSource.SERVER_PROPERTIES,
-            static_unset=value is None,
-        )
+        found = _from_file(config, broker, transport_for)
+        if found.problem is None:
+            return found
+        failed.append(found.problem)
+    else:
+        failed.append(f"broker {broker.id}: cluster.yaml names no server_properties")
     if admin is None:
+        failed.append("no kafka section (DescribeConfigs)")
+        return BrokerMinIsr(broker.id, problem="; ".join(failed))
+    found = _from_describe_configs(broker, admin)
+    if found.problem is None:
+        return found
+    return BrokerMinIsr(broker.id, problem="; ".join([*failed, found.problem]))
+
+
+def _from_file(
+    config: ClusterConfig, broker: BrokerConfig, transport_for: TransportFactory
+) -> BrokerMinIsr:
+    transport = transport_for(broker.id)
+    try:
+        props = read_server_properties(config, broker, transport)
+    except (TransportError, FormatError) as exc:
+        return BrokerMinIsr(broker.id, problem=str(exc))
+    finally:
+        transport.close()
+    text = props.get(KEY)
+    value = parse_min_isr(text)
+    if text is not None and value is None:
         return BrokerMinIsr(
-            broker.id,
-            problem=f"broker {broker.id}: cluster.yaml names no server_properties and has no"
-            " kafka section (DescribeConfigs)",
+            broker.id, problem=f"broker {broker.id}:{broker.server_properties}: {KEY}={text!r}"
         )
+    return BrokerMinIsr(
+        broker.id,
+        static=KAFKA_DEFAULT if value is None else value,
+        static_source=MinIsrSource.SERVER_PROPERTIES,
+        static_unset=value is None,
+    )
+
+
+def _from_describe_configs(broker: BrokerConfig, admin: AdminOpener) -> BrokerMinIsr:
     try:
         client = admin()
-    except Exception as exc:  # a client that cannot start: the broker is not known
+    except (KafkaAdminError, ConfigError) as exc:  # no client: the broker is not known
         return BrokerMinIsr(broker.id, problem=f"Kafka's admin API cannot be reached: {exc}")
     try:
         described = client.effective_setting(broker.id, KEY)
-    except Exception as exc:  # a broker that does not answer: not known
-        return BrokerMinIsr(broker.id, problem=f"broker {broker.id}: DescribeConfigs: {exc}")
+    except KafkaAdminError as exc:  # a broker that does not answer: not known
+        return BrokerMinIsr(broker.id, problem=str(exc))
     finally:
         client.close()
     value = parse_min_isr(described.value)
@@ -154,7 +176,8 @@ def resolve_brokers_min_isr(
     admin: AdminOpener | None,
 ) -> tuple[PlannedMinIsr, tuple[str, ...]]:
     """What a topic without an override gets on `config`'s cluster, and the problems met
-    (brokers whose setting could not be read, counted with cluster.yaml's fallback)."""
+    (brokers whose setting could not be read: counted with the value cluster.yaml states, or
+    named as unknown where it states none)."""
     facts = read_min_isr_facts(config, zk, transport_for=transport_for, admin=admin)
     problems = tuple(
         f"min.insync.replicas: {b.problem}" for b in facts.brokers.values() if b.problem

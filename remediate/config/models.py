@@ -374,7 +374,9 @@ class ClusterConfig(_Model):
     brokers: tuple[BrokerConfig, ...]
     ssh: SshConfig | None = None
     service: ServiceConfig
-    min_insync_replicas_default: PositiveInt32 = 1
+    # The value the brokers run with, stated on purpose: used only for a broker whose own
+    # setting cannot be read; without it such a broker refuses the plan (remediate/minisr.py).
+    min_insync_replicas_default: PositiveInt32 | None = None
     backup_dir: RemotePath = PurePosixPath("/var/backups/remediate")
     journal_dir: LocalPath = Field(default=Path("journal"), validate_default=True)
     spark: SparkConfig = Field(default_factory=SparkConfig)

@@ -20,7 +20,11 @@ one run at a time (the lock), so one is always a prefix of the other, and the lo
 the local copy when the run's own host is reading it (ZooKeeper's lags it only by records
 ZooKeeper could not take), ZooKeeper's when another host resumed the run since, or this host
 has no journal at all. Copies that disagree on a record are refused (JournalError): that is
-no crash, and neither copy can be trusted to say what was done.
+no crash, and neither copy can be trusted to say what was done. Records are compared
+decoded: two hosts' zlib builds may compress one record to different bytes. ZooKeeper's copy
+cannot get a gap (records that waited go before any later one, and a `check` after the run
+sends them first); one found anyway is read up to it and named, and only a local journal
+that holds every record up to ZooKeeper's last stands in for it.
 
 Retention: when a run completes, ZooKeeper's copies of every run of the cluster started
 before it are deleted; the completed run's stays for `status` until the next run completes.
@@ -252,6 +256,10 @@ class Choice:
     source: str  # "local" or "zookeeper"
     lines: tuple[bytes, ...]
     reason: str
+    overruled: int | None = None  # the record the copies differ at, when the operator chose
+
+
+TRUST_CHOICES = ("local", "zookeeper")
 
 
 def choose_copy(
@@ -260,12 +268,15 @@ def choose_copy(
     *,
     gap: int | None = None,
     last: int = 0,
+    trust: str | None = None,
 ) -> Choice:
     """The copy to read of a run's journal: the longer, as long as one is a prefix of the
     other (see the module's docstring). ZooKeeper's copy with a gap (`gap`: the first record
     missing; `last`: the highest it holds) serves only up to it: a local journal that holds
     every record up to `last` is read instead; without one, nothing can say what the records
-    in the gap did, and the copy is refused, naming the gap. Pure."""
+    in the gap did, and the copy is refused, naming the gap. Copies that disagree are refused
+    unless the operator said which to trust (`trust`: "local" or "zookeeper", after looking
+    at both). Pure."""
     if gap is not None:
         held = len(local) if local is not None else 0
         if held < last:
@@ -289,9 +300,19 @@ def choose_copy(
         return Choice("zookeeper", tuple(stored), "no local journal")
     for seq, (mine, theirs) in enumerate(zip(local, stored, strict=False), start=1):
         if _record(mine) != _record(theirs):
-            raise JournalError(
-                f"the local journal and ZooKeeper's copy differ at record {seq}: refusing to"
-                " guess which says what was done"
+            chosen = "local" if trust == "local" else "zookeeper" if trust == "zookeeper" else None
+            if chosen is None:
+                raise JournalError(
+                    f"the local journal and ZooKeeper's copy differ at record {seq}: refusing"
+                    " to guess which says what was done (compare them, then say which to"
+                    " trust: --trust-journal local|zookeeper)"
+                )
+            return Choice(
+                chosen,
+                tuple(local if chosen == "local" else stored),
+                f"the copies differ at record {seq}: the {chosen} one, as the operator chose"
+                f" (--trust-journal {chosen})",
+                overruled=seq,
             )
     if len(stored) > len(local):
         return Choice(

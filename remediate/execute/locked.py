@@ -33,8 +33,10 @@ from remediate.execute.journal import (
     run_or_latest,
 )
 from remediate.execute.journal_mirror import (
+    Choice,
     JournalMirror,
     choose_copy,
+    cluster_path,
     prune_before,
     read_run,
     zk_runs,
@@ -160,9 +162,19 @@ def chosen_run(root: Path, zk: ZooKeeper, cluster: str, run_id: str | None) -> s
     return known[-1]
 
 
-def open_run(root: Path, zk: ZooKeeper, cluster: str, run_id: str, progress: Progress) -> Journal:
+def open_run(
+    root: Path,
+    zk: ZooKeeperStore,
+    cluster: str,
+    run_id: str,
+    progress: Progress,
+    trust: str | None = None,
+) -> tuple[Journal, Choice]:
     """Run `run_id`'s journal on this host, brought up to date from ZooKeeper's copy when
-    that is ahead or the only one (remediate/execute/journal_mirror.py says which wins)."""
+    that is ahead or the only one (remediate/execute/journal_mirror.py says which wins), and
+    the choice made. Where the copies disagree and the operator chose one (`trust`), the
+    other is set aside: a distrusted local journal is kept beside it, a distrusted copy in
+    ZooKeeper is deleted (the trusted one is copied there again)."""
     local: Journal | None
     try:
         local = Journal.open(root, run_id)
@@ -174,17 +186,28 @@ def open_run(root: Path, zk: ZooKeeper, cluster: str, run_id: str, progress: Pro
         None if stored is None else stored.lines,
         gap=None if stored is None else stored.gap,
         last=0 if stored is None else stored.last,
+        trust=trust,
     )
+    if choice.overruled is not None:
+        progress(f"run {run_id}: {choice.reason}")
     if choice.source == "local":
         assert local is not None
-        return local
+        if choice.overruled is not None:
+            zk.delete_tree(f"{cluster_path(cluster)}/{run_id}")
+        return local, choice
     assert stored is not None
+    if choice.overruled is not None and local is not None:
+        kept = local.path.with_name(f"{local.path.name}.distrusted")
+        kept.write_bytes(b"".join(local.lines()))
     progress(f"run {run_id}: journal read from ZooKeeper ({choice.reason})")
-    return Journal.restore(root, run_id, stored.plan, choice.lines)
+    return Journal.restore(root, run_id, stored.plan, choice.lines), choice
 
 
 def read_journal(
-    config: ClusterConfig, run_id: str | None, progress: Progress = lambda _message: None
+    config: ClusterConfig,
+    run_id: str | None,
+    progress: Progress = lambda _message: None,
+    trust_journal: str | None = None,
 ) -> tuple[str, list[dict[str, Any]], list[str], str]:
     """What `status` shows, read only: the run (`run_id` or the latest), its records, every
     run known here or in ZooKeeper, and which copy was read. Without ZooKeeper, this host's."""
@@ -202,6 +225,7 @@ def read_journal(
                 None if stored is None else stored.lines,
                 gap=None if stored is None else stored.gap,
                 last=0 if stored is None else stored.last,
+                trust=trust_journal,
             )
             runs = sorted({*list_runs(root), *zk_runs(zk, config.cluster)})
     except ZooKeeperError as error:
@@ -225,6 +249,7 @@ def locked_run(
     log_json: bool = False,
     progress: Progress = lambda _message: None,
     kafka_admin: KafkaAdminFactory | None = None,
+    trust_journal: str | None = None,
 ) -> Iterator[Executor]:
     """An executor for `plan`, holding the cluster's lock for the `with` block.
 
@@ -235,7 +260,8 @@ def locked_run(
     goes with its ZooKeeper session, so the wait is that long; `resumed_by` journals who
     resumed it, and a completed run is refused. `rollback`: the run is for a rollback.
     Every record also goes to ZooKeeper's copy; when the run has completed, older runs' copies
-    there are deleted.
+    there are deleted. `trust_journal`: which copy of the journal the operator trusts where
+    the local one and ZooKeeper's disagree (journaled).
     """
     clock = SystemClock()
     root = Path(config.journal_dir)
@@ -269,7 +295,9 @@ def locked_run(
                 )
                 progress(f"run {run_id}: {len(plan.steps)} step(s), journal {journal.path}")
             else:
-                journal = open_run(root, zk, config.cluster, run_id, progress)
+                journal, choice = open_run(
+                    root, zk, config.cluster, run_id, progress, trust_journal
+                )
                 if resumed_by is not None and (
                     replay(journal.records()).status == RunStatus.COMPLETED
                 ):
@@ -278,6 +306,13 @@ def locked_run(
                 require_stop_evidence(config, plan, rollback=rollback)
                 mirror.catch_up(journal.plan_text(), journal.lines())
                 journal.mirror = mirror
+                if choice.overruled is not None:
+                    journal.append(
+                        JournalEvent.NOTE,
+                        now=clock.now(),
+                        decision=f"journal: {choice.reason}",
+                        by=resumed_by or "rollback",
+                    )
                 if resumed_by is not None:
                     journal.append(JournalEvent.RUN_RESUMED, now=clock.now(), by=resumed_by)
             log = run_logger(root, run_id, config.cluster, to_stderr=log_json)
@@ -389,6 +424,7 @@ def resume_run(
     log_json: bool = False,
     progress: Progress = lambda _message: None,
     kafka_admin: KafkaAdminFactory | None = None,
+    trust_journal: str | None = None,
 ) -> RunOutcome:
     """Continue a halted or crashed run (default: the latest); done actions are not repeated."""
     with locked_run(
@@ -399,6 +435,7 @@ def resume_run(
         log_json=log_json,
         progress=progress,
         kafka_admin=kafka_admin,
+        trust_journal=trust_journal,
     ) as executor:
         return executor.run()
 
@@ -410,10 +447,17 @@ def rollback_run(
     broker: int | None = None,
     log_json: bool = False,
     progress: Progress = lambda _message: None,
+    trust_journal: str | None = None,
 ) -> dict[int, list[str]]:
     """Put back the files run `run_id` deleted (on `broker` only, if given)."""
     with locked_run(
-        config, None, run_id=run_id, rollback=True, log_json=log_json, progress=progress
+        config,
+        None,
+        run_id=run_id,
+        rollback=True,
+        log_json=log_json,
+        progress=progress,
+        trust_journal=trust_journal,
     ) as executor:
         return executor.rollback(broker=broker)
 

@@ -27,7 +27,7 @@ from typing import Any
 from remediate.collect.collector import collect_brokers
 from remediate.collect.disks import free_space
 from remediate.collect.snapshot import ReplicaRow
-from remediate.errors import HaltedError
+from remediate.errors import ConfigError, HaltedError, KafkaAdminError, StopRequestedError
 from remediate.execute.decisions import disagreement_blocker, replica_hosts
 from remediate.execute.journal import JournalEvent
 from remediate.execute.stepbase import StepRun
@@ -56,7 +56,7 @@ class _Admin:
             )
         try:
             admin = factory(state)
-        except Exception as exc:
+        except (KafkaAdminError, ConfigError) as exc:
             raise HaltedError(f"Kafka's admin API cannot be reached: {exc}") from exc
         try:
             yield admin
@@ -70,8 +70,8 @@ def _described(admin: KafkaAdmin, moves: tuple[ReplicaMove, ...]) -> dict[int, B
             sorted({m.broker for m in moves}),
             sorted({(m.partition.topic, m.partition.partition) for m in moves}),
         )
-    except Exception as exc:
-        raise HaltedError(f"DescribeLogDirs failed: {exc}") from exc
+    except KafkaAdminError as exc:
+        raise HaltedError(str(exc)) from exc
 
 
 def _where(
@@ -98,6 +98,37 @@ class MoveRun(StepRun[MoveStep]):
         return StepKey.for_cluster(self.index, action)
 
     def run(self) -> None:
+        try:
+            self._run()
+        except StopRequestedError:
+            self.note_throttle()
+            raise
+        except HaltedError as exc:
+            left = self.note_throttle()
+            if left is None:
+                raise
+            raise HaltedError(f"{exc}; {left}") from exc
+
+    def note_throttle(self) -> str | None:
+        """If the run stops with the copy throttle set and not yet put back, say so in the
+        journal (and return it for the halt's message): who sees the halt must know that the
+        brokers still copy slowly, and that `resume` puts it back."""
+        finished = self.recorder.finished
+        if not self.step.throttle or not finished(self.key(Action.THROTTLE_SET)):
+            return None
+        if finished(self.key(Action.THROTTLE_REMOVE)):
+            return None
+        brokers = sorted(self.step.brokers)
+        left = (
+            f"the copy throttle ({MOVE_THROTTLE}={self.step.throttle}) is still set on"
+            f" broker(s) {brokers}: `resume` puts it back as it was once the moves are done"
+        )
+        self.recorder.record(
+            JournalEvent.NOTE, step=str(self.key(Action.THROTTLE_REMOVE)), decision=left
+        )
+        return left
+
+    def _run(self) -> None:
         step, recorder = self.step, self.recorder
         self.services.progress(f"moving {len(step.moves)} replica(s): {step.reason}")
         for action in step.actions:

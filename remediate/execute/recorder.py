@@ -15,6 +15,7 @@ from typing import Any
 from remediate.errors import (
     FormatError,
     HaltedError,
+    KafkaAdminError,
     LockLostError,
     StopRequestedError,
     TransportError,
@@ -142,7 +143,7 @@ class Recorder:
         except LockLostError as exc:
             self.record(JournalEvent.STEP_FAILED, step=text, error=str(exc))
             raise
-        except (HaltedError, TransportError, ZooKeeperError, FormatError) as exc:
+        except (HaltedError, TransportError, ZooKeeperError, FormatError, KafkaAdminError) as exc:
             self.record(JournalEvent.STEP_FAILED, step=text, error=str(exc))
             self.log("step failed", key, error=str(exc))
             if isinstance(exc, HaltedError):

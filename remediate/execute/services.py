@@ -12,6 +12,7 @@ from remediate.execute import failpoints, interrupt
 from remediate.execute.backup import Backup
 from remediate.execute.journal import RunProgress, RunStatus
 from remediate.kafka_admin import KafkaAdmin
+from remediate.minisr import KAFKA_DEFAULT
 from remediate.playbook import Timeouts
 from remediate.ports import Clock, Transport, ZooKeeper
 from remediate.state import ClusterState, ReplicaRef
@@ -42,7 +43,8 @@ class Services:
     def min_isr_default(self) -> int:
         if self.planned_min_isr is not None:
             return self.planned_min_isr
-        return self.config.min_insync_replicas_default
+        # A plan from before the plan recorded it: what cluster.yaml states, else Kafka's.
+        return self.config.min_insync_replicas_default or KAFKA_DEFAULT
 
 
 @dataclass(frozen=True)

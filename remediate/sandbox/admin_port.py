@@ -1,17 +1,23 @@
 """The KafkaAdmin port (remediate/kafka_admin.py) for the sandbox's emulated brokers, which
 speak the sandbox's own wire rather than Kafka's protocol (real brokers take
-KafkaPythonAdmin). Kafka's error codes come back as Kafka's error names."""
+KafkaPythonAdmin). Kafka's error codes come back as Kafka's error names; a request that
+fails as a whole raises KafkaAdminError, as KafkaPythonAdmin's do."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
-from remediate.kafka_admin import BrokerLogDirs, DescribedSetting, Partition, Replica
+from remediate.errors import SandboxError, ZooKeeperError
+from remediate.kafka_admin import BrokerLogDirs, DescribedSetting, Partition, Replica, asking
 from remediate.sandbox import admin
 from remediate.sandbox.emulated import wire
 from remediate.zookeeper import ZkSettings, connect
+
+# What a request to the emulated brokers raises when it fails: its wire's, ZooKeeper's.
+ERRORS = (SandboxError, OSError, ZooKeeperError, KazooException)
 
 
 def _name(code: int) -> str | None:
@@ -28,10 +34,12 @@ class SandboxAdmin:
         """With a ZooKeeper session of its own, opened as every other one is: through the
         cluster's TLS and login where cluster.yaml has them (the emulated brokers answer
         through ZooKeeper, so its port is the one the operator's config names)."""
-        return cls(connect(settings, timeout=timeout).client, owned=True)
+        with asking("the admin client's start", ERRORS):
+            return cls(connect(settings, timeout=timeout).client, owned=True)
 
     def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
-        answers = admin.alter_replica_log_dirs(self.zk, moves)
+        with asking("AlterReplicaLogDirs", ERRORS):
+            answers = admin.alter_replica_log_dirs(self.zk, moves)
         return {key: _name(answers.get(key, wire.UNKNOWN_SERVER_ERROR)) for key in moves}
 
     def log_dirs(
@@ -44,7 +52,9 @@ class SandboxAdmin:
             futures: dict[Partition, str] = {}
             online: list[str] = []
             offline: list[str] = []
-            for log_dir in admin.describe_log_dirs(self.zk, broker):
+            with asking("DescribeLogDirs", ERRORS, broker=broker):
+                described = admin.describe_log_dirs(self.zk, broker)
+            for log_dir in described:
                 if log_dir.get("error", wire.NONE) != wire.NONE:
                     offline.append(log_dir["path"])
                     continue
@@ -65,7 +75,8 @@ class SandboxAdmin:
     def reassign(
         self, reassignments: Mapping[Partition, Sequence[int]]
     ) -> dict[Partition, str | None]:
-        answers = admin.alter_partition_reassignments(self.zk, reassignments)
+        with asking("AlterPartitionReassignments", ERRORS):
+            answers = admin.alter_partition_reassignments(self.zk, reassignments)
         return {key: _name(answers.get(key, wire.UNKNOWN_SERVER_ERROR)) for key in reassignments}
 
     def ongoing_reassignments(self) -> set[Partition]:
@@ -73,13 +84,15 @@ class SandboxAdmin:
         return set()
 
     def kafka_version(self, broker: int) -> tuple[int, int] | None:
-        host, port = admin.broker_endpoint(self.zk, broker)
-        answer = wire.call_once(host, port, {"api": "ApiVersions"})
+        with asking("ApiVersions", ERRORS, broker=broker):
+            host, port = admin.broker_endpoint(self.zk, broker)
+            answer = wire.call_once(host, port, {"api": "ApiVersions"})
         major, _, minor = str(answer.get("kafka_version", "")).partition(".")
         return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
     def broker_setting(self, broker: int, name: str) -> str | None:
-        return admin.broker_settings(self.zk, broker).get(name)
+        with asking("DescribeConfigs", ERRORS, broker=broker):
+            return admin.broker_settings(self.zk, broker).get(name)
 
     def effective_setting(self, broker: int, name: str) -> DescribedSetting:
         # The sandbox's cluster.yaml names each broker's server.properties: its settings are
@@ -91,7 +104,8 @@ class SandboxAdmin:
     def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
         # The emulated brokers take no settings request: the admin writes ZooKeeper as a
         # broker would on receiving one (their copies between log dirs are not throttled).
-        admin.set_broker_setting(self.zk, broker, name, value)
+        with asking("IncrementalAlterConfigs", ERRORS, broker=broker):
+            admin.set_broker_setting(self.zk, broker, name, value)
         return None
 
     def close(self) -> None:

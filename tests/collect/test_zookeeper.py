@@ -8,6 +8,7 @@ import signal
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import pytest
 from kazoo.client import KazooClient, KazooState
@@ -38,6 +39,7 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
+from remediate.kafka_admin import DescribedSetting, KafkaAdmin
 from remediate.minisr import MinIsrSource, PlannedMinIsr
 from remediate.sandbox.plumbing import zkserver
 from remediate.state import TopicPartition
@@ -372,6 +374,61 @@ def test_min_isr_from_the_dynamic_settings_and_the_brokers_files(
         zk.close()
         admin.stop()
         admin.close()
+
+
+class DescribesMinIsr:
+    """Kafka's DescribeConfigs for min.insync.replicas, as brokers that answer it would."""
+
+    def __init__(self, values: dict[int, str]) -> None:
+        self.values = values
+        self.asked: list[int] = []
+
+    def effective_setting(self, broker: int, name: str) -> DescribedSetting:
+        self.asked.append(broker)
+        value = self.values.get(broker)
+        if value is None:
+            return DescribedSetting(None, error=f"broker {broker} did not describe {name}")
+        return DescribedSetting(value, "STATIC_BROKER_CONFIG")
+
+    def close(self) -> None:
+        return None
+
+
+def test_an_unreadable_file_falls_through_to_describe_configs_and_unknown_is_named(
+    zookeeper: tuple[str, int], tmp_path: Path
+) -> None:
+    """server.properties named but unreadable (the ssh user may not read it): DescribeConfigs
+    is asked next; a broker neither source gives is named as unknown (cluster.yaml states no
+    value here), never counted as 1."""
+    chroot = "/min-isr-fall-through"
+    made = chrooted(zookeeper[0], chroot)
+    made.stop()
+    made.close()
+    config = _min_isr_config(
+        tmp_path, zookeeper[0] + chroot, {1: "min.insync.replicas=2\n", 2: None, 3: None}
+    )
+    unstated = config.model_copy(update={"min_insync_replicas_default": None})
+    described = DescribesMinIsr({2: "3"})
+    zk = connect(ZkSettings(zookeeper[0] + chroot))
+    try:
+        resolved, problems = resolve_brokers_min_isr(
+            unstated,
+            zk,
+            transport_for=transports(unstated),
+            admin=lambda: cast(KafkaAdmin, described),
+        )
+    finally:
+        zk.close()
+    assert sorted(described.asked) == [2, 3]  # not broker 1: its file answered
+    assert resolved == PlannedMinIsr(
+        3,
+        MinIsrSource.DESCRIBE_CONFIGS,
+        "broker(s) 2; nothing known of broker(s) 3",
+        unknown=(3,),
+    )
+    (problem,) = problems
+    assert "broker 3: cannot read" in problem
+    assert problem.endswith("; broker 3 did not describe min.insync.replicas")
 
 
 def test_an_unreadable_config_brokers_is_an_error_that_says_so(

@@ -254,7 +254,7 @@ def test_minimal_example_gets_the_documented_defaults() -> None:
     assert config.zookeeper.tls is None
     assert config.ssh is None
     assert config.service.status is None
-    assert config.min_insync_replicas_default == 1
+    assert config.min_insync_replicas_default is None  # not stated: unknown brokers refuse
     assert config.backup_dir == PurePosixPath("/var/backups/remediate")
     assert config.journal_dir == BASE / "journal"
     assert config.spark.master == "local[*]"

@@ -151,3 +151,18 @@ def test_a_copy_with_a_gap_serves_only_beside_a_complete_local_journal(
         return
     with pytest.raises(JournalError, match=re.escape(expected)):
         choose_copy(local, stored, gap=gap, last=last)
+
+
+@pytest.mark.parametrize("trust", ["local", "zookeeper"])
+def test_copies_that_disagree_serve_once_the_operator_says_which(trust: str) -> None:
+    theirs = [A[0], line(2, JournalEvent.GATE)]
+    choice = choose_copy(A, theirs, trust=trust)
+    assert choice.source == trust
+    assert choice.lines == tuple(A if trust == "local" else theirs)
+    assert choice.overruled == 2
+    assert choice.reason == (
+        f"the copies differ at record 2: the {trust} one, as the operator chose"
+        f" (--trust-journal {trust})"
+    )
+    # Copies that agree need no choice, and the operator's does not change the answer.
+    assert choose_copy(A, A[:2], trust=trust) == choose_copy(A, A[:2])

@@ -22,6 +22,7 @@ from remediate.execute.journal_mirror import (
     record_name,
     zk_runs,
 )
+from remediate.execute.locked import open_run
 from remediate.sandbox.plumbing import process
 from remediate.zookeeper import KazooZooKeeper
 from tests.execute.test_lock import client, start_zookeeper
@@ -157,3 +158,34 @@ def test_a_record_compressed_differently_on_another_host_is_the_same_record(
     assert mirror.behind == 0
     with pytest.raises(JournalError, match="holds another record"):
         mirror.put_record(2, journal.lines()[0])
+
+
+@pytest.mark.parametrize("trust", ["local", "zookeeper"])
+def test_the_copy_the_operator_trusts_is_taken_and_the_other_set_aside(
+    zk: KazooZooKeeper, tmp_path: Path, trust: str
+) -> None:
+    run = f"20261122T0321{'00' if trust == 'local' else '01'}Z-abcdef"
+    journal = Journal.create(
+        tmp_path, run, {"digest": "d"}, now=1.0, mirror=JournalMirror(zk, "trust", run)
+    )
+    journal.append(JournalEvent.NOTE, now=2.0, decision="what this host did")
+    mine = journal.lines()
+    # ZooKeeper's copy says something else at record 2 (another writer, or a restored one).
+    other = Journal.create(tmp_path / "other", run, {"digest": "d"}, now=1.0)
+    other.append(JournalEvent.NOTE, now=2.0, decision="what another host did")
+    zk.delete_tree(f"/remediate/journals/trust/{run}")
+    JournalMirror(zk, "trust", run).catch_up(other.plan_text(), other.lines())
+    told: list[str] = []
+    with pytest.raises(JournalError, match="differ at record 2"):
+        open_run(tmp_path, zk, "trust", run, told.append)
+
+    opened, choice = open_run(tmp_path, zk, "trust", run, told.append, trust)
+    assert choice.overruled == 2 and choice.source == trust
+    assert told[0] == f"run {run}: {choice.reason}"
+    if trust == "local":
+        assert opened.lines() == mine
+        assert read_run(zk, "trust", run) is None  # the distrusted copy is gone
+    else:
+        assert opened.lines() == other.lines()
+        kept = opened.path.with_name(opened.path.name + ".distrusted")
+        assert kept.read_bytes() == b"".join(mine)

@@ -257,8 +257,15 @@ class ApplyLab:
         return self.plans[key]
 
     def start_apply(
-        self, plan: tuple[Path, dict[str, Any]], *, failpoints: str = "", config: Path | None = None
+        self,
+        plan: tuple[Path, dict[str, Any]],
+        *,
+        failpoints: str = "",
+        config: Path | None = None,
+        own_group: bool = False,
     ) -> subprocess.Popen[str]:
+        """`apply` of `plan`, started; with `own_group`, in a process group of its own, as a
+        terminal starts a command (so that the test can signal the group, as Ctrl-C does)."""
         path, document = plan
         return subprocess.Popen(
             [
@@ -271,6 +278,19 @@ class ApplyLab:
                 "--approve",
                 document["digest"],
                 "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_environment(failpoints),
+            start_new_session=own_group,
+        )
+
+    def start_rollback(self, run_id: str, *, failpoints: str = "") -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "remediate"),
+                *("rollback", "-c", str(self.config), "--run", run_id, "--json"),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

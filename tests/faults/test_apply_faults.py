@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -630,6 +631,89 @@ def test_zookeeper_down_for_a_while(healthy_lab: ApplyLab) -> None:
     lab.wait_settled(quiet_s=2 * broker_session_s)
 
 
+@pytest.mark.fault(
+    AREA,
+    "ZooKeeper goes away in the middle of a run and does not come back within the operator's"
+    " session timeout (killed while the operator is between two actions)",
+    "No request waits past the session timeout: the run halts (exit 5) saying ZooKeeper could"
+    " not be read, its local journal complete (ZooKeeper's copy catches up later); once"
+    " ZooKeeper is back, `resume` finishes the run",
+)
+def test_zookeeper_gone_past_the_session_timeout_halts_the_run(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    _target, plan, planted = armed(lab)
+    pause = lab.pause("zookeeper-gone")
+    operator = lab.start_apply(plan, failpoints=f"wait registered:finished={pause.action}")
+    pause.wait(operator)
+    pid = cluster.zookeeper_pid(lab.directory)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    process.wait_gone(pid, timeout=30)
+    try:
+        pause.release()
+        run = lab.finish(operator, timeout=180)
+    finally:
+        cluster.start_zookeeper(lab.directory, lab.state)
+    assert run.exit_code == 5, run.stdout[-2000:] + run.stderr[-3000:]
+    (halted,) = run.events("run-halted")
+    assert "ZooKeeper" in halted["error"], halted
+    # The local journal has the whole run, its halt included: `status` reads it.
+    wait_until(lambda: lab.zk.connected, "the test's session to reconnect", 60)
+    assert lab.status(run.run_id)["status"] == "halted"
+    assert_resumed_to_the_end(lab, run)
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+    broker_session_s = int(SANDBOX_DEFAULTS["zookeeper.session.timeout.ms"]) / 1000
+    lab.wait_settled(quiet_s=2 * broker_session_s)
+
+
+@pytest.mark.fault(
+    AREA,
+    "One broker's min.insync.replicas cannot be read: cluster.yaml names its server.properties"
+    " but the file cannot be read, DescribeConfigs does not give it either, and cluster.yaml"
+    " states no `min_insync_replicas_default`",
+    "`plan` refuses (exit 4, nothing changed) naming the broker, why each source failed and"
+    " what to do; once cluster.yaml states the value, the broker counts with it and the plan"
+    " is made, saying so",
+)
+def test_an_unknown_min_isr_refuses_the_plan_instead_of_counting_1(
+    healthy_lab: ApplyLab,
+) -> None:
+    lab = healthy_lab
+    target = one_broker(lab)
+    settings = lab.settings
+    assert "min_insync_replicas_default" not in settings
+    for broker in settings["brokers"]:
+        if broker["id"] == target:
+            broker["server_properties"] = str(lab.directory / "unreadable" / "server.properties")
+    unreadable = lab.directory / "cluster-unreadable.yaml"
+    unreadable.write_text(yaml.safe_dump(settings, sort_keys=False))
+    lab.plant([target])
+    try:
+        out = lab.directory / "refused.json"
+        refused = run_cli("plan", "-c", str(unreadable), "-o", str(out))
+        assert refused.returncode == 4, refused.stdout[-2000:] + refused.stderr[-3000:]
+        (refusal,) = [
+            r for r in json.loads(out.read_text())["refusals"] if "min.insync.replicas" in r
+        ]
+        assert refusal.startswith(f"min.insync.replicas is not known for broker(s) {target} (")
+        assert "server.properties" in refusal and "DescribeConfigs" in refusal
+        assert refusal.endswith("as `min_insync_replicas_default` in cluster.yaml")
+
+        # Stated (1, below the other brokers' 2): the strictest known still decides.
+        stated = lab.directory / "cluster-stated.yaml"
+        stated.write_text(
+            yaml.safe_dump({**settings, "min_insync_replicas_default": 1}, sort_keys=False)
+        )
+        planned = run_cli("plan", "-c", str(stated), "-o", str(out))
+        assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-3000:]
+        brokers = json.loads(out.read_text())["min_isr"]["brokers"]
+        assert (brokers["value"], brokers["source"]) == (2, "server.properties"), brokers
+        assert brokers["detail"].endswith(f"; nothing known of broker(s) {target}"), brokers
+        assert "unknown" not in brokers
+    finally:
+        lab.reset()  # the planted mismatch repaired for the next test
+
+
 # -- the cluster and other operators -----------------------------------------------------------
 
 
@@ -1055,6 +1139,80 @@ def test_resume_from_another_host(healthy_lab: ApplyLab) -> None:
     assert lab.status(run.run_id)["status"] == "completed"
     lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
     lab.wait_healthy()
+
+
+@pytest.mark.fault(
+    AREA,
+    "A terminal's Ctrl-C (SIGINT to the operator's whole process group) while a broker's local"
+    " stop command runs (transport: local)",
+    "The stop command, in a session of its own, is not interrupted and completes; the operator"
+    " stops cleanly between actions: the broker is started again, the run halts (exit 5) with"
+    " SIGINT journaled and no failed step, and `resume` finishes it",
+)
+def test_ctrl_c_reaches_the_operator_and_not_the_stop_command(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target, plan, planted = armed(lab)
+    held = lab.directory / "pauses" / f"stop-command-{uuid.uuid4().hex[:8]}"
+    held.parent.mkdir(parents=True, exist_ok=True)
+    stop = str(lab.settings["service"]["stop"])
+    # A stop command that holds until the test releases it (a slow controlled shutdown).
+    slow = lab.with_service(
+        stop=f"touch {held}.reached && while [ ! -e {held}.release ]; do sleep 0.1; done && {stop}"
+    )
+    operator = lab.start_apply(plan, config=slow, own_group=True)
+    wait_until(
+        lambda: held.with_name(held.name + ".reached").exists() or operator.poll() is not None,
+        "the stop command to start",
+    )
+    assert operator.poll() is None, operator.communicate(timeout=10)
+    os.killpg(operator.pid, signal.SIGINT)
+    wait_until(lambda: signal_delivered(operator.pid, signal.SIGINT), "the signal to be handled")
+    held.with_name(held.name + ".release").touch()
+    run = lab.finish(operator)
+    assert run.exit_code == 5, run.stdout[-2000:] + run.stderr[-3000:]
+    assert run.events("stop-requested")[0]["signal"] == "SIGINT"
+    assert not run.events("step-failed"), run.events("step-failed")
+    assert actions_of(run)[-2:] == ["stop", "start again"]
+    wait_until(lambda: lab.zk.exists(f"/brokers/ids/{target}"), "the broker to be started again")
+    assert all(Path(name).read_bytes() == data for name, data in planted.items())
+    # The stop undone (the broker started again before its files were deleted) is done again.
+    assert [StepKey.parse(r["step"]).action for r in run.events("step-undone")] == ["stop"]
+    resumed = lab.resume(run.run_id)
+    assert resumed.exit_code == 0, resumed.stdout[-2000:] + resumed.stderr[-3000:]
+    assert resumed.events("run-completed")
+    lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
+    lab.wait_healthy()
+
+
+@pytest.mark.fault(
+    AREA,
+    "The operator is told to stop (SIGTERM) while a rollback puts a broker's files back",
+    "The restore in flight is finished and the broker the rollback stopped is started again;"
+    " the rollback halts (exit 5) with the signal journaled, and `rollback` again carries it"
+    " out whole",
+)
+def test_sigterm_stops_a_rollback_between_actions(healthy_lab: ApplyLab) -> None:
+    lab = healthy_lab
+    target, plan, planted = armed(lab)
+    run = lab.finish(lab.start_apply(plan))
+    assert run.exit_code == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    pause = lab.pause("rollback-restore")
+    rollback = lab.start_rollback(run.run_id, failpoints=f"restore:started={pause.action}")
+    stopped = interrupted(lab, rollback, pause, signal.SIGTERM)
+    assert stopped.exit_code == 5, stopped.stdout[-2000:] + stopped.stderr[-3000:]
+    assert stopped.events("stop-requested")[-1]["signal"] == "SIGTERM"
+    finished = [str(r["step"]) for r in stopped.events("step-finished")]
+    assert finished[-2:] == [
+        f"rollback0:broker-{target}:restore",
+        f"rollback0:broker-{target}:start",
+    ]
+    wait_until(lambda: lab.zk.exists(f"/brokers/ids/{target}"), "the broker to be started again")
+    # The restore in flight was finished: the files are the planted ones again.
+    assert all(Path(name).read_bytes() == data for name, data in planted.items())
+    again = lab.finish(lab.start_rollback(run.run_id))
+    assert again.exit_code == 0, again.stdout[-2000:] + again.stderr[-3000:]
+    assert again.events("rollback-finished")
+    lab.reset()  # the rollback put the mismatch back: repaired for the next test
 
 
 def signal_delivered(pid: int, number: int) -> bool:

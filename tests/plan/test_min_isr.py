@@ -11,6 +11,7 @@ from remediate.minisr import (
     PlannedMinIsr,
     brokers_min_isr,
     topic_min_isr,
+    unknown_refusal,
 )
 
 PROPS = MinIsrSource.SERVER_PROPERTIES
@@ -108,6 +109,40 @@ CASES = [
         1,
         PlannedMinIsr(2, PROPS, "broker(s) 1; nothing known of broker(s) 2"),
     ),
+    # cluster.yaml states no value: a broker nothing is known of is named, never counted as 1.
+    (
+        "not-stated-one-unknown-is-named",
+        None,
+        [static(1, 2), static(2, 2), unknown(3)],
+        None,
+        PlannedMinIsr(2, PROPS, "broker(s) 1, 2; nothing known of broker(s) 3", unknown=(3,)),
+    ),
+    (
+        "not-stated-nothing-known",
+        None,
+        [unknown(1), unknown(2)],
+        None,
+        PlannedMinIsr(
+            1,
+            MinIsrSource.CLUSTER_YAML,
+            "not stated, and nothing known of the brokers",
+            unknown=(1, 2),
+        ),
+    ),
+    (
+        "not-stated-the-cluster-default-decides-for-all",
+        2,
+        [unknown(1), unknown(2)],
+        None,
+        PlannedMinIsr(2, MinIsrSource.CLUSTER_DYNAMIC_DEFAULT, "/config/brokers/<default>"),
+    ),
+    (
+        "not-stated-everything-known",
+        None,
+        [static(1, 2), unset(2)],
+        None,
+        PlannedMinIsr(2, PROPS, "broker(s) 1"),
+    ),
 ]
 
 
@@ -116,7 +151,10 @@ CASES = [
     [pytest.param(*case[1:], id=case[0]) for case in CASES],
 )
 def test_the_brokers_min_isr(
-    default: int | None, brokers: list[BrokerMinIsr], fallback: int, expected: PlannedMinIsr
+    default: int | None,
+    brokers: list[BrokerMinIsr],
+    fallback: int | None,
+    expected: PlannedMinIsr,
 ) -> None:
     facts = MinIsrFacts(cluster_default=default, brokers={b.broker: b for b in brokers})
     assert brokers_min_isr(facts, [b.broker for b in brokers], fallback) == expected
@@ -151,3 +189,21 @@ def test_the_json_round_trip_and_the_words() -> None:
     resolved = PlannedMinIsr(2, MinIsrSource.CLUSTER_DYNAMIC_DEFAULT, "/config/brokers/<default>")
     assert PlannedMinIsr.from_json(resolved.to_json()) == resolved
     assert str(resolved) == "2 (cluster dynamic default: /config/brokers/<default>)"
+
+
+def test_a_plan_with_an_unknown_broker_is_refused_saying_what_to_do() -> None:
+    facts = MinIsrFacts(brokers={1: static(1, 2), 2: unknown(2)})
+    resolved = brokers_min_isr(facts, [1, 2], None)
+    assert PlannedMinIsr.from_json(resolved.to_json()) == resolved
+    refusal = unknown_refusal(resolved, ("min.insync.replicas: broker 2: permission denied",))
+    assert refusal == (
+        "min.insync.replicas is not known for broker(s) 2 (min.insync.replicas: broker 2:"
+        " permission denied): without it the gates cannot tell what a restart takes below its"
+        " minimum. Let the tool read it (each broker's server_properties, or DescribeConfigs"
+        " through the kafka section: docs/configuration.md), or state the value the brokers"
+        " run with as `min_insync_replicas_default` in cluster.yaml"
+    )
+    # Stated in cluster.yaml: counted with it, and nothing refused.
+    stated = brokers_min_isr(facts, [1, 2], 3)
+    assert stated.unknown == () and unknown_refusal(stated) is None
+    assert "unknown" not in stated.to_json()  # the plans made before keep their digest
