@@ -1,7 +1,13 @@
-"""A restore step: ZooKeeper's topic id written back to what every replica holds (a CAS on the
-znode's version), then, when a controller already loaded the wrong id, a controller election
-so that it sends the right one. No broker restarts. An action left out (its write already
-done, or no election needed) is journaled with the reason."""
+"""A restore step: ZooKeeper's topic id written back to what every replica holds, then, when a
+controller already loaded the wrong id, a controller election so that it sends the right one.
+No broker restarts. An action left out (its write already done, or no election needed) is
+journaled with the reason.
+
+Each of the two writes is one ZooKeeper transaction: the topic znode set at the plan's version,
+`/controller` deleted at the version read, each with a check of `/controller_epoch` at the
+version read with `/migration` (remediate/collect/cluster_state.py, `ControllerFence`), so
+that neither lands once a migration has begun or another controller took over. Neither is
+sent twice: a lost answer is read again."""
 
 from __future__ import annotations
 
