@@ -176,18 +176,22 @@ class KafkaPythonAdmin:
         *,
         security: Security | None = None,
         timeout_ms: int = 30_000,
+        addresses: Mapping[int, str] | None = None,
     ) -> None:
+        """`addresses`: each broker's own address on the listener (its registration's), which
+        its release is read at."""
         from kafka.admin import KafkaAdminClient  # noqa: PLC0415 (only where it is used)
 
         self._errors = _client_errors()
+        self._addresses = dict(addresses or {})
+        self._settings: dict[str, Any] = {
+            "client_id": "remediate",
+            "request_timeout_ms": timeout_ms,
+            "bootstrap_timeout_ms": timeout_ms,
+            **(security or Security()).client_config(),
+        }
         with asking(f"the admin client's start (bootstrap {', '.join(bootstrap)})", self._errors):
-            self._client = KafkaAdminClient(
-                bootstrap_servers=list(bootstrap),
-                client_id="remediate",
-                request_timeout_ms=timeout_ms,
-                bootstrap_timeout_ms=timeout_ms,
-                **(security or Security()).client_config(),
-            )
+            self._client = KafkaAdminClient(bootstrap_servers=list(bootstrap), **self._settings)
 
     def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
         from kafka import TopicPartitionReplica  # noqa: PLC0415
@@ -249,8 +253,25 @@ class KafkaPythonAdmin:
         return {(tp.topic, tp.partition) for tp in ongoing}
 
     def kafka_version(self, broker: int) -> tuple[int, int] | None:
+        """The broker's release, from its own ApiVersions: read through a client whose only
+        bootstrap is that broker. kafka-python starts every connection from its bootstrap
+        broker's version data and keeps the lower release where a broker answers higher
+        (kafka/net/connection.py), and picks its bootstrap broker at random: through the
+        shared client, a 3.x broker of a cluster half upgraded from 2.8 could be read as 2.8,
+        and a plan's digest could change from one read to the next."""
+        from kafka.admin import KafkaAdminClient  # noqa: PLC0415
+
+        address = self._addresses.get(broker)
+        if address is None:
+            raise KafkaAdminError(
+                "ApiVersions", "no address of its own is known (not registered?)", broker=broker
+            )
         with asking("ApiVersions", self._errors, broker=broker):
-            data = self._client.get_broker_version_data(broker)
+            own = KafkaAdminClient(bootstrap_servers=[address], **self._settings)
+            try:
+                data = own.get_broker_version_data(broker)
+            finally:
+                own.close()
         version = getattr(data, "broker_version", None)
         if not version or len(version) < 2:
             return None
@@ -317,10 +338,15 @@ def bootstrap_servers(
     broker id to its BrokerRegistration)."""
     if configured:
         return list(configured)
-    found = []
-    for _, registration in sorted(registered.items()):
+    return list(broker_addresses(registered, listener).values())
+
+
+def broker_addresses(registered: Mapping[int, Any], listener: str) -> dict[int, str]:
+    """Each registered broker's own address on `listener`, by broker id."""
+    found: dict[int, str] = {}
+    for broker, registration in sorted(registered.items()):
         endpoint = registration.endpoint(listener)
         if endpoint is not None and endpoint.listener == listener:
             host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
-            found.append(f"{host}:{endpoint.port}")
+            found[int(broker)] = f"{host}:{endpoint.port}"
     return found

@@ -28,7 +28,13 @@ from remediate.errors import ConfigError, KafkaAdminError, PlanChoiceError
 from remediate.execute.journal import RunStatus
 from remediate.execute.locked import apply_plan, record_check
 from remediate.exit_codes import EXIT_HALTED, EXIT_NEEDS_ACCEPTANCE, EXIT_REFUSED
-from remediate.kafka_admin import KafkaAdmin, KafkaPythonAdmin, Security, bootstrap_servers
+from remediate.kafka_admin import (
+    KafkaAdmin,
+    KafkaPythonAdmin,
+    Security,
+    bootstrap_servers,
+    broker_addresses,
+)
 from remediate.kafka_lines import KafkaLines
 from remediate.minisr import KAFKA_DEFAULT, MinIsrSource, PlannedMinIsr, unknown_refusal
 from remediate.plan import Plan, PlanOptions, make_plan
@@ -212,7 +218,9 @@ def kafka_admin(config: ClusterConfig, state: ClusterState) -> KafkaAdmin:
             f"{config.source}: kafka.bootstrap: no address given, and no broker registered a"
             f" {kafka.listener} listener"
         )
-    return KafkaPythonAdmin(bootstrap, security=security)
+    return KafkaPythonAdmin(
+        bootstrap, security=security, addresses=broker_addresses(state.brokers, kafka.listener)
+    )
 
 
 def admin_factory(config: ClusterConfig) -> Callable[[ClusterState], KafkaAdmin] | None:

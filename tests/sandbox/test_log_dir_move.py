@@ -58,7 +58,8 @@ def incident(
 def kafka_admin(incident: Incident) -> KafkaAdmin:
     if incident.state.real_kafka is None:
         return SandboxAdmin(incident.zk)
-    return KafkaPythonAdmin([f"{b.host}:{b.port}" for b in incident.state.brokers])
+    addresses = {b.broker_id: f"{b.host}:{b.port}" for b in incident.state.brokers}
+    return KafkaPythonAdmin(list(addresses.values()), addresses=addresses)
 
 
 def on_disk(incident: Incident, broker: int, partition: int) -> list[Path]:
