@@ -68,6 +68,10 @@ class Probes:
         self.service_timeout_s = service_timeout_s
         self._last_sample = 0.0
         self._topic_cache: dict[int, list[str]] = {}
+        # Each broker's server.log as it was right before this process ran its start command:
+        # what the wait for its registration counts new lines from (remediate/execute/
+        # startwait.py), so that lines a quick start writes before the wait begins count.
+        self.before_start: dict[int, LogLoading] = {}
 
     # -- ZooKeeper ----------------------------------------------------------------------------
 
@@ -210,6 +214,8 @@ class Probes:
         the command has not already taken effect."""
         config = self.services.config
         command = config.service_command(verb, config.broker(broker))
+        if verb == "start" and config.broker(broker).server_log is not None:
+            self.before_start[broker] = self.log_loading(broker)
         for attempt in self.over_ssh(f"broker {broker}'s {verb} command", wait_s=2):
             with attempt:
                 if attempt.retry_state.attempt_number > 1 and done():

@@ -5,7 +5,8 @@ Kafka registers a broker in ZooKeeper only once every log is loaded, and after a
 shutdown loading means recovering each log's unflushed segments: on large logs, longer than
 any fixed timeout. So when the start timeout runs out with the broker not registered, its
 server.log (cluster.yaml's `server_log`) is read: new log-loading lines since the last look
-(the first look is taken when the wait begins) grant another start timeout, journaled with
+(the first look is the one taken right before this process ran the start command, or when
+the wait begins if it did not: a resumed wait) grant another start timeout, journaled with
 what the log said; no new line, a log that cannot be read, a start that failed or a broker
 that started twice halt the run, as a timeout always did (remediate/execute/decisions.py,
 `loading_blocker`). Without `server_log` the start timeout is the whole wait.
@@ -41,7 +42,8 @@ class LoadingWatch:
     extensions: int = 0
 
     def __post_init__(self) -> None:
-        self.began = self.before = self.probes.log_loading(self.broker)
+        before_start = self.probes.before_start.pop(self.broker, None)
+        self.began = self.before = before_start or self.probes.log_loading(self.broker)
 
     def extend(self) -> str | None:
         """At a timeout: None (and a note in the journal) to wait another timeout, or why

@@ -88,6 +88,8 @@ class Start:
     log: tuple[tuple[float, str], ...]
     registers_at: float | None
     logged_before: tuple[str, ...] = EARLIER
+    # Lines written while the start command runs, before the wait for registration begins.
+    at_once: tuple[str, ...] = ()
 
 
 def append(w: World, path: Path, text: str) -> None:
@@ -105,6 +107,8 @@ def register(w: World, broker: int) -> None:
 def starting(w: World, start: Start) -> None:
     """Broker 3 starting as `start` says, from now on."""
     w.kafka.start_silently_fails.add(3)
+    for text in start.at_once:
+        append(w, server_log(w.root, 3), text)
     for at, text in start.log:
         w.clock.at(at, partial(append, w, server_log(w.root, 3), text))
     if start.registers_at is not None:
@@ -177,6 +181,22 @@ HALTS = [
         + completed(4, 20)
         + ")",
         id="stalls-mid-load",
+    ),
+    pytest.param(
+        # A quick start: its first lines are written before the wait begins, then it stalls.
+        # They count at the first look (taken from before the start command), so the halt
+        # comes at the second, quoting the last of them.
+        Start(
+            (),
+            registers_at=None,
+            at_once=tuple(line for _, line in loading(20, 2.0, upto=1)),
+        ),
+        10,
+        1,
+        f"{LOG} shows no log loading since the last look (last: [2026-11-22 10:34:xx] "
+        + completed(1, 20)
+        + ")",
+        id="quick-start-then-stalls",
     ),
     pytest.param(
         Start((), registers_at=None),
