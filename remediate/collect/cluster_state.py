@@ -138,20 +138,7 @@ def read_migration(zk: ZooKeeper, on_retry: OnRetry | None = None) -> ClusterSta
     """Only what says whether a ZooKeeper-to-KRaft migration has begun: `/migration` and
     `/controller`, in one round trip (the refusal before a run: remediate/execute/locked.py).
     The rest of the state is empty."""
-    problems: list[str] = []
-    reads = zk.get_many((CONTROLLER, MIGRATION), on_retry=on_retry)
-    controller_id, _epoch, _cluster, kraft_epoch = _decode_singles(reads, problems)
-    return ClusterState(
-        cluster_id=None,
-        controller_id=controller_id,
-        controller_epoch=None,
-        brokers={},
-        topics={},
-        partitions={},
-        problems=tuple(problems),
-        migration=decode_migration_read(reads.get(MIGRATION)),
-        kraft_controller_epoch=kraft_epoch,
-    )
+    return read_fence(zk, on_retry).state
 
 
 @dataclass(frozen=True)
@@ -181,7 +168,8 @@ class ControllerFence:
 
 
 def read_fence(zk: ZooKeeper, on_retry: OnRetry | None = None) -> ControllerFence:
-    """`/controller`, `/controller_epoch` and `/migration` in one round trip."""
+    """`/controller`, `/controller_epoch` and `/migration` in one round trip (also what
+    `read_migration` gives, as its state)."""
     problems: list[str] = []
     reads = zk.get_many((CONTROLLER, CONTROLLER_EPOCH, MIGRATION), on_retry=on_retry)
     controller_id, epoch, _cluster, kraft_epoch = _decode_singles(reads, problems)

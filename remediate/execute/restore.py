@@ -171,11 +171,11 @@ class RestoreRun(StepRun[RestoreStep]):
 
     def after_conflict(self, fence: ControllerFence, what: str) -> str:
         """Why a write conditioned on `fence` was refused by ZooKeeper: a controller took over
-        since the read (a migration's KRaft controller, or an election), or `what` changed."""
+        since the read (an election), or `what` changed. A migration begun since halts."""
         now = read_fence(self.services.zk, on_retry=self.recorder.retried("a ZooKeeper request"))
         blocker = migration_blocker(now.state)
         if blocker is not None:
-            return f"nothing written: {blocker}"
+            raise HaltedError(f"nothing written: {blocker}")
         if now.epoch_version != fence.epoch_version:
             return (
                 f"a controller took over between the check and the write (controller epoch"
@@ -213,7 +213,11 @@ class RestoreRun(StepRun[RestoreStep]):
         try:
             zk.commit([fence.check, SetData(path, updated, step.znode_version)])
         except (VersionConflictError, ZnodeMissingError) as exc:
-            raise HaltedError(f"{path}: {self.after_conflict(fence, path)}") from exc
+            try:
+                reason = self.after_conflict(fence, path)
+            except HaltedError as migrating:
+                raise HaltedError(f"{path}: {migrating}") from exc
+            raise HaltedError(f"{path}: {reason}") from exc
         except OutcomeUnknownError as exc:
             # Never written again blind: read to learn whether the write took effect.
             data, stat = zk.get(path, on_retry=self.recorder.retried("a ZooKeeper request"))
@@ -284,9 +288,10 @@ class RestoreRun(StepRun[RestoreStep]):
                 self.services.zk.commit(ops)
                 return
             except (VersionConflictError, ZnodeMissingError):
-                reason = self.after_conflict(fence, CONTROLLER)
-                if reason.startswith("nothing written: "):
-                    raise HaltedError(f"controller election refused: {reason}") from None
+                try:
+                    self.after_conflict(fence, CONTROLLER)
+                except HaltedError as exc:
+                    raise HaltedError(f"controller election refused: {exc}") from None
                 decision = (
                     "a controller took over since the read (its election loaded the id"
                     " written): /controller not deleted"
