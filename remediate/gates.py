@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from remediate.formats.znodes import MigrationState
+from remediate.minisr import MinIsrRule
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 
@@ -79,7 +80,7 @@ def restart_blocker(
     state: ClusterState,
     broker: int,
     *,
-    min_isr_default: int,
+    min_isr: MinIsrRule,
     isr_override: Mapping[TopicPartition, Collection[int]] | None = None,
     ignore: Collection[TopicPartition] = (),
 ) -> str | None:
@@ -95,18 +96,18 @@ def restart_blocker(
         if partition is None:
             continue
         replicas = state.replicas(*tp)
-        min_isr = state.min_insync_replicas(tp.topic, min_isr_default)
-        if len(replicas) <= min_isr:
+        need = state.min_insync_replicas(tp, min_isr)
+        if len(replicas) <= need:
             continue
         isr = set(isr_override[tp]) if isr_override and tp in isr_override else set(partition.isr)
-        if len(isr) < min_isr:
+        if len(isr) < need:
             return (
-                f"{tp} is already under min.insync.replicas={min_isr}"
+                f"{tp} is already under min.insync.replicas={need}"
                 f" (isr {sorted(isr)}); restarting broker {broker} would leave it with fewer"
             )
-        if len(isr) == min_isr and broker in isr:
+        if len(isr) == need and broker in isr:
             return (
-                f"{tp} has exactly min.insync.replicas={min_isr} in sync"
+                f"{tp} has exactly min.insync.replicas={need} in sync"
                 f" (isr {sorted(isr)}); restarting broker {broker} would take it below"
             )
     return None
@@ -270,7 +271,7 @@ def pre_restart_blocker(
     expected: Iterable[int],
     targeted: Collection[TopicPartition],
     stale: StaleIdHolder,
-    min_isr_default: int,
+    min_isr: MinIsrRule,
     restored: Collection[str] = (),
     accepted: Collection[TopicPartition] = (),
 ) -> str | None:
@@ -294,7 +295,7 @@ def pre_restart_blocker(
         migration_blocker(state)
         or registration_blocker(state, expected)
         or offline_blocker(state, ignore=ignored)
-        or restart_blocker(state, broker, min_isr_default=min_isr_default, ignore=ignored)
+        or restart_blocker(state, broker, min_isr=min_isr, ignore=ignored)
         or refusal_blocker(state, broker, stale, partitions=refusable)
         or (missing_id_blocker(state, restored=restored) if broker == state.controller_id else None)
     )
@@ -329,7 +330,7 @@ class Degraded:
         return cls(read("offline_partitions"), read("below_min_isr_partitions"))
 
 
-def degraded(state: ClusterState, min_isr_default: int) -> Degraded:
+def degraded(state: ClusterState, min_isr: MinIsrRule) -> Degraded:
     """Which partitions of `state` are offline (leader -1) and which are under their
     effective min.insync.replicas (those with replication factor <= min ISR never count)."""
     offline: set[TopicPartition] = set()
@@ -338,8 +339,8 @@ def degraded(state: ClusterState, min_isr_default: int) -> Degraded:
         replicas = state.replicas(*tp)
         if partition.leader < 0:
             offline.add(tp)
-        min_isr = state.min_insync_replicas(tp.topic, min_isr_default)
-        if len(replicas) > min_isr and len(partition.isr) < min_isr:
+        need = state.min_insync_replicas(tp, min_isr)
+        if len(replicas) > need and len(partition.isr) < need:
             below.add(tp)
     return Degraded(frozenset(offline), frozenset(below))
 
@@ -438,7 +439,7 @@ def shutdown_allowance(
     )
 
 
-def health_sample(state: ClusterState, min_isr_default: int) -> dict[str, object]:
+def health_sample(state: ClusterState, min_isr: MinIsrRule) -> dict[str, object]:
     """Counts the run keeps in its journal while it waits (for the report and the tests),
     with the names of the partitions offline and under min ISR."""
     under = sum(
@@ -446,7 +447,7 @@ def health_sample(state: ClusterState, min_isr_default: int) -> dict[str, object
         for tp, partition in state.partitions.items()
         if len(partition.isr) < len(state.replicas(*tp))
     )
-    found = degraded(state, min_isr_default)
+    found = degraded(state, min_isr)
     return {
         "under_replicated": under,
         "offline": len(found.offline),

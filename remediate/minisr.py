@@ -3,8 +3,10 @@
 A partition's leader enforces its topic's min.insync.replicas: the topic's override
 (/config/topics/<t>), else the leader broker's own setting, which is, in Kafka's order, its
 per-broker dynamic setting (/config/brokers/<id>), the cluster's dynamic default
-(/config/brokers/<default>), its static server.properties, Kafka's default 1. Leadership moves,
-so where brokers disagree the strictest (the largest) is the one to plan with.
+(/config/brokers/<default>), its static server.properties, Kafka's default 1. Leadership moves
+to any of a partition's replicas, so a partition is planned and gated with the strictest (the
+largest) of its replicas' own settings (`MinIsrRule`): one broker set higher than the others
+raises the partitions it hosts, not the whole cluster's.
 cluster.yaml's `min_insync_replicas_default`, when the operator states it, stands in only for
 a broker nothing is known of; without it such a broker is named (`unknown`) and the planner
 refuses a plan with steps: a value guessed low would let a restart take partitions below
@@ -16,8 +18,8 @@ The facts are read by remediate/collect/min_isr.py; the plan records the result
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -58,10 +60,21 @@ class PlannedMinIsr:
     # Brokers whose setting is not known and for which cluster.yaml states no value: `value`
     # is then only the strictest of the others' (a plan with steps is refused).
     unknown: tuple[int, ...] = ()
+    # Each broker's own value where it differs from `value` (the strictest): a partition
+    # whose replicas are all among them gets the strictest of theirs (`rule`).
+    by_broker: Mapping[int, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
         said = f"{self.value} ({self.source}"
-        return said + (f": {self.detail})" if self.detail else ")")
+        said += f": {self.detail})" if self.detail else ")"
+        if self.by_broker:
+            lower = ", ".join(f"broker {b}: {v}" for b, v in sorted(self.by_broker.items()))
+            said += f"; lower on {lower} (each partition: the strictest of its replicas')"
+        return said
+
+    def rule(self) -> MinIsrRule:
+        """What each partition without a topic override gets (the gates and the model)."""
+        return MinIsrRule(self.value, self.by_broker)
 
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {
@@ -71,6 +84,8 @@ class PlannedMinIsr:
         }
         if self.unknown:
             document["unknown"] = list(self.unknown)
+        if self.by_broker:
+            document["by_broker"] = {str(b): v for b, v in sorted(self.by_broker.items())}
         return document
 
     @classmethod
@@ -80,7 +95,27 @@ class PlannedMinIsr:
             MinIsrSource(str(document["source"])),
             str(document.get("detail", "")),
             tuple(int(b) for b in document.get("unknown", ())),
+            {int(b): int(v) for b, v in dict(document.get("by_broker", {})).items()},
         )
+
+
+@dataclass(frozen=True)
+class MinIsrRule:
+    """min.insync.replicas of a partition whose topic has no override: the leader's own
+    setting, and since leadership moves to any replica, the strictest among its replicas'.
+    `brokers`: the brokers whose own value is lower than `strictest`; every other broker
+    (and one nothing is known of) counts with `strictest`."""
+
+    strictest: int
+    brokers: Mapping[int, int] = field(default_factory=dict)
+
+    def for_replicas(self, replicas: Iterable[int]) -> int:
+        return max((self.brokers.get(b, self.strictest) for b in replicas), default=self.strictest)
+
+    def of(self, config: Mapping[str, str], replicas: Iterable[int]) -> int:
+        """A partition's value: its topic's override (`config`), else `for_replicas`."""
+        override = parse_min_isr(config.get(KEY))
+        return override if override is not None else self.for_replicas(replicas)
 
 
 @dataclass(frozen=True)
@@ -126,11 +161,23 @@ def broker_min_isr(facts: MinIsrFacts, broker: int) -> PlannedMinIsr | None:
 
 
 def brokers_min_isr(facts: MinIsrFacts, brokers: list[int], fallback: int | None) -> PlannedMinIsr:
-    """What a topic without an override gets: the strictest of the brokers' own settings.
-    A broker nothing is known of counts with `fallback` (the value cluster.yaml states); with
-    none stated, it is named in `unknown` instead."""
-    if fallback is None:
-        return _without_fallback(facts, brokers)
+    """What a topic without an override gets: the strictest of the brokers' own settings,
+    with each broker's own where it is lower (`by_broker`). A broker nothing is known of
+    counts with `fallback` (the value cluster.yaml states); with none stated, it is named in
+    `unknown` instead, and counts with the strictest."""
+    strictest = (
+        _without_fallback(facts, brokers)
+        if fallback is None
+        else _strictest(facts, brokers, fallback)
+    )
+    own = {b: known.value for b in brokers if (known := broker_min_isr(facts, b)) is not None}
+    if fallback is not None:
+        own |= {b: fallback for b in brokers if b not in own}
+    lower = {b: v for b, v in sorted(own.items()) if v < strictest.value}
+    return replace(strictest, by_broker=lower) if lower else strictest
+
+
+def _strictest(facts: MinIsrFacts, brokers: list[int], fallback: int) -> PlannedMinIsr:
     found: list[tuple[int, int, PlannedMinIsr]] = []
     unknown: list[int] = []
     for broker in sorted(brokers):
@@ -179,14 +226,14 @@ def _without_fallback(facts: MinIsrFacts, brokers: list[int]) -> PlannedMinIsr:
     known = [b for b in brokers if b not in unknown]
     if not known:
         if facts.cluster_default is not None:
-            return brokers_min_isr(facts, brokers, facts.cluster_default)
+            return _strictest(facts, brokers, facts.cluster_default)
         return PlannedMinIsr(
             KAFKA_DEFAULT,
             MinIsrSource.CLUSTER_YAML,
             "not stated, and nothing known of the brokers",
             unknown=unknown,
         )
-    resolved = brokers_min_isr(facts, known, KAFKA_DEFAULT)
+    resolved = _strictest(facts, known, KAFKA_DEFAULT)
     if not unknown:
         return resolved
     listed = ", ".join(str(b) for b in unknown)

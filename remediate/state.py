@@ -17,6 +17,7 @@ from remediate.formats.znodes import (
     PartitionState,
     TopicAssignment,
 )
+from remediate.minisr import MinIsrRule
 
 
 class TopicPartition(NamedTuple):
@@ -111,14 +112,13 @@ class ClusterState:
             if broker_id in replicas
         )
 
-    def min_insync_replicas(self, topic: str, default: int) -> int:
-        """The topic's effective min.insync.replicas, `default` when it cannot be resolved."""
-        value = (
-            self.topics[topic].config.get("min.insync.replicas") if topic in self.topics else None
-        )
-        if value is not None and value.strip().isdigit():
-            return int(value.strip())
-        return default
+    def min_insync_replicas(self, tp: TopicPartition, rule: MinIsrRule) -> int:
+        """The partition's effective min.insync.replicas: its topic's override, else the
+        strictest of its replicas' own settings (`rule`, remediate/minisr.py)."""
+        topic = self.topics.get(tp.topic)
+        if topic is None:
+            return rule.strictest
+        return rule.of(topic.config, self.replicas(*tp))
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ PURE = "pure logic"
 # which under xdist run side by side): docs/development.md, "The suite's budget".
 BUDGET_MIN: dict[str, float] = {
     "real Kafka 2.8.2": 13.0,
-    "real Kafka 3.4.1": 3.0,
+    "real Kafka 3.4.1": 5.0,
     "real Kafka 3.6.2": 5.0,
     "real Kafka 3.9.2": 6.0,
     EMULATED: 17.0,

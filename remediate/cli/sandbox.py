@@ -225,11 +225,16 @@ def _show_status(directory: Path, as_json: bool) -> None:
     real = jvm_broker.REAL_KAFKA.get(document["kafka"])
     brokers = real.label if real else f"Kafka {document['kafka_version']} emulation"
     out.print(f"{brokers}; controller: {document['controller']}")
-    table = Table("broker", "listener", "running", "registered", "log dirs")
+    mixed = len({b["kafka"] for b in document["brokers"]}) > 1
+    table = Table(
+        "broker", "listener", *(["runs"] if mixed else []), "running", "registered", "log dirs"
+    )
     for broker in document["brokers"]:
+        runs = jvm_broker.REAL_KAFKA.get(broker["kafka"])
         table.add_row(
             str(broker["id"]),
             broker["listener"],
+            *([runs.label if runs else broker["kafka"]] if mixed else []),
             "yes" if broker["running"] else "no",
             "yes" if broker["registered"] else "no",
             "\n".join(broker["log_dirs"]),
@@ -241,8 +246,15 @@ def _show_status(directory: Path, as_json: bool) -> None:
 @sandbox.command(name="reproduce")
 @dir_option
 @click.option("--topic", default="orders", show_default=True, help="The topic the incident hits.")
+@click.option(
+    "--upgrade-to",
+    type=click.Choice(list(jvm_broker.REAL_KAFKA)),
+    default=None,
+    help="Step 8's restart is a rolling upgrade's step: the broker comes back on this real"
+    " release (`sandbox broker upgrade`). Real brokers only.",
+)
 @json_option
-def reproduce_command(directory: Path, topic: str, as_json: bool) -> None:
+def reproduce_command(directory: Path, topic: str, upgrade_to: str | None, as_json: bool) -> None:
     """Reproduce the incident step by step (docs/sandbox.md lists the eight steps)."""
 
     def show(step: IncidentStep) -> None:
@@ -253,7 +265,7 @@ def reproduce_command(directory: Path, topic: str, as_json: bool) -> None:
         if "example" in step.facts:
             out.print(f"    {step.facts['example']}", markup=False, highlight=False)
 
-    result = reproduce(directory, topic=topic, on_step=show)
+    result = reproduce(directory, topic=topic, upgrade_to=upgrade_to, on_step=show)
     if as_json:
         emit_json(result.to_json())
     else:
@@ -333,6 +345,27 @@ def broker_kill(broker_id: int, directory: Path) -> None:
     """SIGKILL, as a crash would."""
     killed = cluster.kill_broker(directory.resolve(), broker_id)
     out.print(f"broker {broker_id} {'killed' if killed else 'was not running'}")
+
+
+@broker.command(name="upgrade")
+@id_option
+@dir_option
+@click.option(
+    "--kafka",
+    "kafka",
+    required=True,
+    type=click.Choice(list(jvm_broker.REAL_KAFKA)),
+    help="The real Kafka release the broker runs from now on (fetched first:"
+    " `remediate sandbox fetch-kafka VERSION`).",
+)
+def broker_upgrade(broker_id: int, directory: Path, kafka: str) -> None:
+    """A rolling upgrade's step on one real broker: controlled shutdown, its release swapped,
+    started again and registered; inter.broker.protocol.version unchanged (pinned in its
+    server.properties to the release it ran, unless the file says it already)."""
+    with err.status(f"upgrading broker {broker_id}"):
+        before = cluster.upgrade_broker(directory.resolve(), broker_id, kafka)
+    after = jvm_broker.REAL_KAFKA[kafka]
+    out.print(f"broker {broker_id} runs {after.label} (was {before.label})")
 
 
 @broker.command(name="status")

@@ -391,7 +391,7 @@ def _services(
         log=log,
         progress=progress,
         kafka_admin=kafka_admin,
-        planned_min_isr=plan.min_isr.value if plan.min_isr is not None else None,
+        planned_min_isr=plan.min_isr.rule() if plan.min_isr is not None else None,
     )
 
 

@@ -164,7 +164,7 @@ class MoveRun(StepRun[MoveStep]):
 
     def health_blocker(self, state: ClusterState) -> str | None:
         """A partition offline or below min.insync.replicas that the plan did not expect."""
-        found = degraded(state, self.services.min_isr_default)
+        found = degraded(state, self.services.min_isr)
         allowed = self.step.predicted.expected | set(self.plan.unavailable_now)
         unexpected = sorted(str(tp) for tp in found.partitions - allowed)
         if unexpected:

@@ -111,7 +111,7 @@ class Probes:
         whole = self.read() if state is None else state
         self.recorder.record(
             JournalEvent.SAMPLE,
-            **health_sample(whole, self.services.min_isr_default),
+            **health_sample(whole, self.services.min_isr),
         )
 
     # -- a broker's state ---------------------------------------------------------------------

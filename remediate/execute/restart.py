@@ -165,7 +165,7 @@ class RestartRun(StepRun[RestartStep]):
             expected=config.broker_ids,
             targeted=self.targeted,
             stale=stale_holders(self.plan.fingerprint, state, self.ledger.repaired),
-            min_isr_default=self.services.min_isr_default,
+            min_isr=self.services.min_isr,
             restored={r.topic for r in self.plan.restores},
             accepted=self.accepted,
         )
@@ -178,7 +178,7 @@ class RestartRun(StepRun[RestartStep]):
         if blocker:
             raise HaltedError(f"pre-gate for broker {self.broker}: {blocker}")
         # What was already degraded before the step: the post-gate compares against it.
-        before = degraded(state, self.services.min_isr_default)
+        before = degraded(state, self.services.min_isr)
         self._before = before
         return {"blocker": None, "predicted": self.step.predicted.to_json(), **before.to_json()}
 
@@ -312,7 +312,7 @@ class RestartRun(StepRun[RestartStep]):
         with a replica on it; the next pre-gate reads the whole cluster)."""
         broker = self.broker
         before = self.baseline()
-        min_isr = self.services.min_isr_default
+        min_isr = self.services.min_isr
         seen: dict[str, frozenset[TopicPartition]] = {}
 
         def blocker() -> str | None:

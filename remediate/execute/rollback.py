@@ -100,7 +100,7 @@ class BrokerRollback:
             expected=config.broker_ids,
             targeted=(),
             stale=StaleIdHolder({}),
-            min_isr_default=self.services.min_isr_default,
+            min_isr=self.services.min_isr,
         )
         self.recorder.record(
             JournalEvent.GATE, step=self.key(Decision.ROLLBACK_GATE), blocker=blocker

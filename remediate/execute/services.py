@@ -12,7 +12,7 @@ from remediate.execute import failpoints, interrupt
 from remediate.execute.backup import Backup
 from remediate.execute.journal import RunProgress, RunStatus
 from remediate.kafka_admin import KafkaAdmin
-from remediate.minisr import KAFKA_DEFAULT
+from remediate.minisr import KAFKA_DEFAULT, MinIsrRule
 from remediate.playbook import Timeouts
 from remediate.ports import Clock, Transport, ZooKeeper
 from remediate.state import ClusterState, ReplicaRef
@@ -35,16 +35,16 @@ class Services:
     stop_requested: Callable[[], str | None] = interrupt.requested
     # Opens a client of Kafka's admin requests (a plan that moves replicas needs one).
     kafka_admin: Callable[[ClusterState], KafkaAdmin] | None = None
-    # min.insync.replicas for a topic without an override, as the plan resolved it
+    # min.insync.replicas of a partition without a topic override, as the plan resolved it
     # (remediate/minisr.py); None: a plan made without it, cluster.yaml's value.
-    planned_min_isr: int | None = None
+    planned_min_isr: MinIsrRule | None = None
 
     @property
-    def min_isr_default(self) -> int:
+    def min_isr(self) -> MinIsrRule:
         if self.planned_min_isr is not None:
             return self.planned_min_isr
         # A plan from before the plan recorded it: what cluster.yaml states, else Kafka's.
-        return self.config.min_insync_replicas_default or KAFKA_DEFAULT
+        return MinIsrRule(self.config.min_insync_replicas_default or KAFKA_DEFAULT)
 
 
 @dataclass(frozen=True)

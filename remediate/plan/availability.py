@@ -36,6 +36,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from remediate.kafka_lines import KafkaLines
+from remediate.minisr import MinIsrRule
 from remediate.scan.findings import Finding
 from remediate.scan.kinds import FindingKind
 from remediate.state import ClusterState, TopicPartition
@@ -245,7 +246,7 @@ def build_model(
     state: ClusterState,
     findings: Sequence[Finding],
     *,
-    min_isr_default: int,
+    min_isr: MinIsrRule,
     lines: KafkaLines,
     topics: Collection[str] | None = None,
 ) -> Model:
@@ -279,7 +280,7 @@ def build_model(
                 isr=isr,
                 epoch=epoch,
                 zk_id=topic.topic_id,
-                min_isr=state.min_insync_replicas(name, min_isr_default),
+                min_isr=state.min_insync_replicas(tp, min_isr),
                 memory=held,
                 known=known,
                 offline=offline,

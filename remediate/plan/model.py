@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from remediate.kafka_lines import KafkaLines
-from remediate.minisr import PlannedMinIsr
+from remediate.minisr import MinIsrRule, PlannedMinIsr
 from remediate.plan.fingerprint import Fingerprint
 from remediate.plan.moves import ReplicaMove
 from remediate.playbook import Action
@@ -63,7 +63,8 @@ class PlanOptions:
     allow_unsafe: bool = False
     include_topics: frozenset[str] = frozenset()
     min_isr_default: int = 1
-    # Where `min_isr_default` came from (remediate/minisr.py); the plan records it.
+    # Where `min_isr_default` came from and each broker's own (remediate/minisr.py); the plan
+    # records it.
     min_isr: PlannedMinIsr | None = None
     created_at: str | None = None
     # Which repair to plan: "auto" (the least harm the model predicts), "keep-zk-id" or
@@ -73,6 +74,12 @@ class PlanOptions:
     restore_only: bool = False
     # The copy throttle of the repairs that move replicas (cluster.yaml's kafka section).
     move_throttle_bytes_per_s: int | None = None
+
+    @property
+    def min_isr_rule(self) -> MinIsrRule:
+        """Each partition's min.insync.replicas without a topic override (remediate/minisr.py):
+        as resolved from the brokers, else `min_isr_default` for every broker."""
+        return self.min_isr.rule() if self.min_isr is not None else MinIsrRule(self.min_isr_default)
 
 
 @dataclass(frozen=True)

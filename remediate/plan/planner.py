@@ -358,7 +358,7 @@ def make_plan(
         | set(state.brokers)
         | {f.broker for f in findings if f.broker is not None}
     )
-    model = build_model(state, findings, min_isr_default=options.min_isr_default, lines=lines)
+    model = build_model(state, findings, min_isr=options.min_isr_rule, lines=lines)
 
     context = _Context(state, findings, playbook, options, tuple(brokers), restarting, model)
 

@@ -16,6 +16,7 @@ from remediate.gates import (
     registration_blocker,
     restart_blocker,
 )
+from remediate.minisr import MinIsrRule
 from remediate.plan.availability import PredictedTimeline
 from remediate.plan.fingerprint import replica_file
 from remediate.plan.model import PlanOptions, RestartStep
@@ -169,19 +170,19 @@ def restart_step(
         ),
         files=tuple(sorted({path for f in chosen for path in replica_files(f, playbook)})),
         actions=tuple(s.action for s in playbook.steps),
-        impact=tuple(_impact(state, broker, options.min_isr_default)),
+        impact=tuple(_impact(state, broker, options.min_isr_rule)),
         is_controller=broker == state.controller_id,
     )
 
 
-def _impact(state: ClusterState, broker: int, min_isr_default: int) -> list[str]:
+def _impact(state: ClusterState, broker: int, rule: MinIsrRule) -> list[str]:
     """Partitions that lose an in-sync replica while `broker` is down."""
     lines = []
     for tp in state.partitions_on(broker):
         partition = state.partitions.get(tp)
         if partition is None or broker not in partition.isr:
             continue
-        min_isr = state.min_insync_replicas(tp.topic, min_isr_default)
+        min_isr = state.min_insync_replicas(tp, rule)
         size = len(partition.isr)
         lines.append(f"{tp}: isr {size} -> {size - 1} (min {min_isr})")
     return lines
@@ -219,9 +220,7 @@ def restart_refusals(
         refusals.append(blocker)
     restores = len(timeline.phases) - len(steps)
     for number, step in enumerate(steps, 1):
-        blocker = restart_blocker(
-            state, step.broker, min_isr_default=options.min_isr_default, ignore=stale
-        )
+        blocker = restart_blocker(state, step.broker, min_isr=options.min_isr_rule, ignore=stale)
         phase = timeline.phases[restores + number - 1] if restores + number - 1 >= 0 else None
         if blocker is None and phase is not None:
             for tp, (isr, min_isr) in sorted(phase.below_min.items()):

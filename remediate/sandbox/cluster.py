@@ -33,7 +33,8 @@ from typing import Any
 import yaml
 from kazoo.client import KazooClient
 
-from remediate.errors import SandboxError
+from remediate.errors import FormatError, SandboxError
+from remediate.formats.properties import load_properties
 from remediate.formats.znodes import BROKER_IDS, CONTROLLER, decode_controller
 from remediate.sandbox.emulated.config import (
     KAFKA_VERSIONS,
@@ -75,6 +76,9 @@ class BrokerInfo:
     port: int
     log_dirs: list[str]
     ssh_port: int | None = None
+    # The real release this broker runs when a rolling upgrade's step changed it (`sandbox
+    # broker upgrade`); None: the sandbox's (`SandboxState.kafka`).
+    kafka: str | None = None
 
 
 @dataclass
@@ -97,6 +101,12 @@ class SandboxState:
     @property
     def real_kafka(self) -> releases.KafkaRelease | None:
         return jvm_broker.REAL_KAFKA.get(self.kafka)
+
+    def release_of(self, broker_id: int) -> releases.KafkaRelease | None:
+        """The real release broker `broker_id` runs (its own after an upgrade, else the
+        sandbox's), or None for an emulated broker."""
+        own = self.broker(broker_id).kafka
+        return jvm_broker.REAL_KAFKA.get(own) if own is not None else self.real_kafka
 
     @property
     def fetches_by_id(self) -> bool:
@@ -187,7 +197,7 @@ def start_broker(
     state = load_state(directory)
     state.broker(broker_id)
     pid = broker_pid(directory, broker_id)
-    real = state.real_kafka
+    real = state.release_of(broker_id)
     if timeout is None:
         timeout = REAL_START_TIMEOUT_S if real else 60.0
     if pid is None:
@@ -215,6 +225,50 @@ def start_broker(
     if wait:
         wait_registered(state, [broker_id], timeout=timeout, pids={broker_id: pid})
     return pid
+
+
+# The key a rolling upgrade pins before the first broker runs the new release (Kafka's
+# upgrade notes): brokers keep speaking the old protocol to each other until every one runs
+# the new release and the operator raises it.
+IBP = "inter.broker.protocol.version"
+
+
+def upgrade_broker(directory: Path, broker_id: int, kafka: str) -> releases.KafkaRelease:
+    """A rolling upgrade's step on one real broker: controlled shutdown, the broker's release
+    swapped for `kafka` (`real-<version>`), started again and registered. Its
+    inter.broker.protocol.version stays what it ran: pinned in its server.properties to the
+    line of the release it ran when the file does not already say it, as Kafka's upgrade notes
+    ask before the first broker is upgraded. Returns the release it ran before."""
+    directory = directory.resolve()
+    state = load_state(directory)
+    broker = state.broker(broker_id)
+    before = state.release_of(broker_id)
+    if before is None:
+        raise SandboxError(
+            f"broker {broker_id} runs the emulator: a rolling upgrade swaps one real Kafka"
+            " release for another (`sandbox up --kafka real-<version>`)"
+        )
+    after = releases.release(kafka)
+    if after.version == before.version:
+        raise SandboxError(f"broker {broker_id} already runs {after.label}")
+    kafka_jars.classpath(after.classpath.name)  # fetched, or say how to fetch it
+    properties = broker_dir(directory, broker_id) / "server.properties"
+    pinned = IBP in read_properties(properties)
+    stop_broker(directory, broker_id)
+    if not pinned:
+        with properties.open("a") as file:
+            file.write(f"\n# Pinned before the upgrade to {after.label}.\n{IBP}={before.line}\n")
+    broker.kafka = after.name
+    save_state(state)
+    start_broker(directory, broker_id, wait=True)
+    return before
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    try:
+        return load_properties(path.read_bytes(), source=str(path))
+    except (OSError, FormatError) as exc:
+        raise SandboxError(f"{path}: cannot read: {exc}") from exc
 
 
 def java_executable() -> str:
@@ -514,6 +568,7 @@ def status(directory: Path) -> dict[str, Any]:
             {
                 "id": broker.broker_id,
                 "listener": f"{broker.host}:{broker.port}",
+                "kafka": broker.kafka or state.kafka,
                 "running": broker_pid(directory, broker.broker_id) is not None,
                 "registered": broker.broker_id in registered,
                 "log_dirs": broker.log_dirs,

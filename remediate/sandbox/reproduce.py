@@ -48,6 +48,7 @@ from remediate.sandbox.cluster import (
     load_state,
     start_broker,
     stop_broker,
+    upgrade_broker,
     zk_client,
 )
 from remediate.sandbox.records import Acked
@@ -199,9 +200,13 @@ class Incident:
         partitions: int = 3,
         added: int = 3,
         records: int = 100,
+        upgrade_to: str | None = None,
         on_step: Callable[[IncidentStep], None] | None = None,
     ) -> None:
         self.directory = directory.resolve()
+        # Step 8's restart as a rolling upgrade's step to this real release (`real-<version>`):
+        # the restart that surfaces the incident is very often one.
+        self.upgrade_to = upgrade_to
         self.state = load_state(self.directory)
         self.records = records
         self.replication = min(3, len(self.state.brokers))
@@ -403,8 +408,11 @@ class Incident:
         )
         broker_id = leaders[0] if leaders else self.state.brokers[0].broker_id
         self.result.restarted_broker = broker_id
-        stop_broker(self.directory, broker_id)
-        start_broker(self.directory, broker_id, wait=True)
+        if self.upgrade_to is not None:
+            upgrade_broker(self.directory, broker_id, self.upgrade_to)
+        else:
+            stop_broker(self.directory, broker_id)
+            start_broker(self.directory, broker_id, wait=True)
         hosted = [p for p, s in states.items() if broker_id in self._replicas(p)]
 
         def out_of_isr_everywhere() -> bool:
@@ -449,8 +457,9 @@ class Incident:
             f"broker {broker_id} to log a topic id mismatch (state-change.log)",
         )
         lines = mismatch_lines(self.directory, broker_id)
-        facts = {
+        facts: dict[str, Any] = {
             "broker": broker_id,
+            **({"upgraded_to": self.upgrade_to} if self.upgrade_to is not None else {}),
             "mismatch_log_lines": len(lines),
             "example": lines[0],
             "out_of_isr": [f"{topic}-{p}" for p in old],
@@ -467,9 +476,10 @@ def reproduce(
     directory: Path,
     *,
     topic: str = "orders",
+    upgrade_to: str | None = None,
     on_step: Callable[[IncidentStep], None] | None = None,
 ) -> Reproduction:
-    incident = Incident(directory, topic=topic, on_step=on_step)
+    incident = Incident(directory, topic=topic, upgrade_to=upgrade_to, on_step=on_step)
     try:
         return incident.run()
     finally:

@@ -104,6 +104,8 @@ def reproduce_and_plan(
     move_throttle: int | None = None,
     replication_2_topic: str | None = None,
     log_dirs: int = 2,
+    properties: dict[str, str] | None = None,
+    upgrade_to: str | None = None,
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
@@ -112,9 +114,16 @@ def reproduce_and_plan(
     copy throttle for the repairs that move replicas. `replication_2_topic`: a healthy topic
     of one partition with 2 replicas and no override, created before the plan (with the
     brokers' min.insync.replicas=2, a restart of either replica leaves it unwritable).
-    `log_dirs`: each broker's (with one, no repair can move a replica)."""
+    `log_dirs`: each broker's (with one, no repair can move a replica). `properties`: every
+    broker's settings beyond the sandbox's. `upgrade_to`: step 8's restart is a rolling
+    upgrade's step to this real release."""
     state = cluster.up(
-        directory, brokers=brokers, kafka_version="2.8", kafka=kafka, log_dirs_per_broker=log_dirs
+        directory,
+        brokers=brokers,
+        kafka_version="2.8",
+        kafka=kafka,
+        log_dirs_per_broker=log_dirs,
+        properties=properties,
     )
     try:
         settings = yaml.safe_load((directory / "cluster.yaml").read_text())
@@ -124,22 +133,27 @@ def reproduce_and_plan(
         if move_throttle is not None:
             settings["kafka"]["move_throttle_bytes_per_s"] = move_throttle
         (directory / "cluster.yaml").write_text(yaml.safe_dump(settings, sort_keys=False))
-        return _reproduce_and_plan(directory, state, candidate, replication_2_topic)
+        return _reproduce_and_plan(directory, state, candidate, replication_2_topic, upgrade_to)
     except BaseException:
         cluster.down(directory)
         raise
 
 
 def _reproduce_and_plan(
-    directory: Path, state: cluster.SandboxState, candidate: str, replication_2_topic: str | None
+    directory: Path,
+    state: cluster.SandboxState,
+    candidate: str,
+    replication_2_topic: str | None,
+    upgrade_to: str | None,
 ) -> Reproduced:
     zk = cluster.zk_client(state)
     admin.create_topic(zk, BYSTANDER, BYSTANDER_PARTITIONS, 3, config={"min.insync.replicas": "2"})
     if replication_2_topic is not None:
         admin.create_topic(zk, replication_2_topic, 1, 2)
-    incident = Incident(directory, topic=TOPIC)
+    incident = Incident(directory, topic=TOPIC, upgrade_to=upgrade_to)
     try:
         result = incident.run()
+        state = cluster.load_state(directory)  # with the upgraded broker's release
         acked = list(incident.acked)
     finally:
         incident.close()

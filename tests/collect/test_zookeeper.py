@@ -40,7 +40,7 @@ from remediate.formats.znodes import (
     topic_path,
 )
 from remediate.kafka_admin import DescribedSetting, KafkaAdmin
-from remediate.minisr import MinIsrSource, PlannedMinIsr
+from remediate.minisr import MinIsrRule, MinIsrSource, PlannedMinIsr
 from remediate.sandbox.plumbing import zkserver
 from remediate.state import TopicPartition
 from remediate.zookeeper import ZkAuth, ZkSettings, _probe, connect, make_client
@@ -146,8 +146,8 @@ def test_reads_the_whole_cluster_in_one_pass(zookeeper: tuple[str, int]) -> None
     assert state.topics["modern"].topic_id == str(TOPIC_ID)
     assert state.topics["legacy"].topic_id is None
     assert state.topics["legacy"].assignment.version == 1
-    assert state.min_insync_replicas("modern", default=1) == 2
-    assert state.min_insync_replicas("legacy", default=1) == 1
+    assert state.min_insync_replicas(TopicPartition("modern", 0), MinIsrRule(1)) == 2
+    assert state.min_insync_replicas(TopicPartition("legacy", 0), MinIsrRule(1)) == 1
     assert state.partitions[TopicPartition("modern", 1)].leader == -1
     assert state.partitions[TopicPartition("modern", 0)].isr == (1,)
     assert state.partitions_on(1) == [("legacy", 0), ("modern", 0), ("modern", 1)]
@@ -337,7 +337,10 @@ def test_min_isr_from_the_dynamic_settings_and_the_brokers_files(
             config, zk, transport_for=transports(config), admin=None
         )
         assert (resolved, problems) == (
-            PlannedMinIsr(3, MinIsrSource.SERVER_PROPERTIES, "broker(s) 2"),
+            # Each partition gets the strictest of its replicas' own values.
+            PlannedMinIsr(
+                3, MinIsrSource.SERVER_PROPERTIES, "broker(s) 2", by_broker={1: 2, 3: 1}
+            ),
             (),
         )
         admin.create(
@@ -357,7 +360,9 @@ def test_min_isr_from_the_dynamic_settings_and_the_brokers_files(
         resolved, _ = resolve_brokers_min_isr(
             config, zk, transport_for=transports(config), admin=None
         )
-        assert resolved == PlannedMinIsr(4, MinIsrSource.BROKER_DYNAMIC, "broker(s) 3")
+        assert resolved == PlannedMinIsr(
+            4, MinIsrSource.BROKER_DYNAMIC, "broker(s) 3", by_broker={1: 2, 2: 2}
+        )
         admin.delete("/config/brokers", recursive=True)
         missing = _min_isr_config(
             tmp_path, zookeeper[0] + chroot, {1: "min.insync.replicas=2\n", 4: None}
@@ -366,7 +371,10 @@ def test_min_isr_from_the_dynamic_settings_and_the_brokers_files(
             missing, zk, transport_for=transports(missing), admin=None
         )
         assert resolved == PlannedMinIsr(
-            2, MinIsrSource.SERVER_PROPERTIES, "broker(s) 1; nothing known of broker(s) 4"
+            2,
+            MinIsrSource.SERVER_PROPERTIES,
+            "broker(s) 1; nothing known of broker(s) 4",
+            by_broker={4: 1},  # cluster.yaml's value, stated, for the broker it stands in for
         )
         assert len(problems) == 1
         assert "broker 4: cannot read" in problems[0]
@@ -425,6 +433,7 @@ def test_an_unreadable_file_falls_through_to_describe_configs_and_unknown_is_nam
         MinIsrSource.DESCRIBE_CONFIGS,
         "broker(s) 2; nothing known of broker(s) 3",
         unknown=(3,),
+        by_broker={1: 2},
     )
     (problem,) = problems
     assert "broker 3: cannot read" in problem

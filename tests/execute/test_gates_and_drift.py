@@ -19,6 +19,7 @@ from remediate.gates import (
     stopped_blocker,
     topic_in_sync_blocker,
 )
+from remediate.minisr import MinIsrRule
 from remediate.plan import FileKey, Fingerprint
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
 from tests.plan.model import NEW, OLD, cluster
@@ -109,7 +110,7 @@ def test_stopped_and_missing_id_blockers() -> None:
 
 def test_pre_restart_blocker_first_reason_wins() -> None:
     nobody = StaleIdHolder({})
-    kwargs = {"expected": [1, 2, 3], "stale": nobody, "min_isr_default": 1}
+    kwargs = {"expected": [1, 2, 3], "stale": nobody, "min_isr": MinIsrRule(1)}
     assert pre_restart_blocker(HEALTHY, 3, targeted=(), **kwargs) is None  # type: ignore[arg-type]
     # Broker 3 out of the ISR of a partition at min ISR: its own repair, so it may go.
     degraded = with_isr(HEALTHY, ("orders", 0), [1, 2])
@@ -128,7 +129,7 @@ def test_pre_restart_blocker_first_reason_wins() -> None:
     # A leader that holds a stale id refuses the ISR shrink a follower's restart causes.
     stale = StaleIdHolder({TopicPartition("orders", 0): frozenset({1})})
     reason = pre_restart_blocker(
-        HEALTHY, 3, expected=[1, 2, 3], targeted=(), stale=stale, min_isr_default=1
+        HEALTHY, 3, expected=[1, 2, 3], targeted=(), stale=stale, min_isr=MinIsrRule(1)
     )
     assert reason is not None and "its leader, broker 1, holds a topic id" in reason
 
@@ -219,7 +220,7 @@ def test_an_unreachable_broker_is_drift_too() -> None:
 
 def test_health_sample_counts() -> None:
     state = with_isr(with_isr(HEALTHY, ("orders", 0), [1]), ("orders", 1), [2, 3], leader=-1)
-    sample = health_sample(state, 1)
+    sample = health_sample(state, MinIsrRule(1))
     assert (sample["under_replicated"], sample["offline"], sample["below_min_isr"]) == (2, 1, 1)
 
 
@@ -258,7 +259,7 @@ def test_a_migration_to_kraft_blocks_every_change_first(
     state = replace(HEALTHY, migration=migration, kraft_controller_epoch=kraft_epoch)
     reason = migration_blocker(state)
     restart = pre_restart_blocker(
-        state, 3, expected=[1, 2, 3], targeted=(), stale=StaleIdHolder({}), min_isr_default=1
+        state, 3, expected=[1, 2, 3], targeted=(), stale=StaleIdHolder({}), min_isr=MinIsrRule(1)
     )
     if expected is None:
         assert reason is None and restart is None

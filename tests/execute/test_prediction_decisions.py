@@ -22,6 +22,7 @@ from remediate.gates import (
     pre_restart_blocker,
     shutdown_allowance,
 )
+from remediate.minisr import MinIsrRule
 from remediate.plan import Fingerprint, Plan, RestartStep, RestoreStep
 from remediate.playbook import Action
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
@@ -44,7 +45,7 @@ def pre_gate(
         expected=[1, 2, 3],
         targeted=set(),
         stale=holders,
-        min_isr_default=2,
+        min_isr=MinIsrRule(2),
         accepted={TopicPartition(*tp) for tp in accepted},
     )
 
@@ -120,7 +121,7 @@ def test_degraded_reads_offline_and_below_min_isr() -> None:
         isr={("orders", 0): [1], ("orders", 1): [2, 3]},
         leaders={("orders", 1): -1},
     )
-    found = degraded(state, 2)
+    found = degraded(state, MinIsrRule(2))
     assert found.to_json() == {
         "offline_partitions": ["orders-1"],
         "below_min_isr_partitions": ["orders-0"],

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from remediate.kafka_lines import KafkaLines
+from remediate.minisr import MinIsrRule
 from remediate.plan.availability import (
     PredictedTimeline,
     RestartOp,
@@ -69,7 +70,7 @@ def predict(
     line: tuple[int, int] = (2, 8),
 ) -> PredictedTimeline:
     lines = KafkaLines.uniform(line, state.brokers)
-    model = build_model(state, findings, min_isr_default=1, lines=lines)
+    model = build_model(state, findings, min_isr=MinIsrRule(1), lines=lines)
     return simulate(model, actions)
 
 
@@ -191,7 +192,7 @@ def test_the_incident_after_reproduce_the_controller_last_heals_the_old_partitio
         for p, leader in ((0, 2), (1, 2), (2, 3))
     ]
     model = build_model(
-        state, findings, min_isr_default=1, lines=KafkaLines.uniform((2, 8), state.brokers)
+        state, findings, min_isr=MinIsrRule(1), lines=KafkaLines.uniform((2, 8), state.brokers)
     )
     stale = {TopicPartition("o", 0), TopicPartition("o", 1), TopicPartition("o", 2)}
     order = order_restarts(model, [1, 2, 3], {b: frozenset(stale) for b in (1, 2, 3)})
@@ -237,5 +238,5 @@ def test_on_3_0_a_restart_with_the_old_file_kept_leaves_the_replica_offline() ->
 def test_a_broker_whose_release_is_not_known_is_modelled_at_its_strictest() -> None:
     state, findings = one_partition(stale=[1, 2, 3], isr=(1, 2), fenced=True)
     lines = KafkaLines.read({1: (3, 4), 2: (3, 4), 3: "did not answer"})
-    model = build_model(state, findings, min_isr_default=1, lines=lines)
+    model = build_model(state, findings, min_isr=MinIsrRule(1), lines=lines)
     assert simulate(model, [RestoreOp("t", OLD)]).offline_after == ((T0, 3),)

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from remediate.gates import degraded, restart_blocker
+from remediate.kafka_lines import KafkaLines
 from remediate.minisr import (
     BrokerMinIsr,
     MinIsrFacts,
+    MinIsrRule,
     MinIsrSource,
     PlannedMinIsr,
     brokers_min_isr,
     topic_min_isr,
     unknown_refusal,
 )
+from remediate.plan.availability import build_model
+from remediate.state import TopicPartition
+from tests.plan.model import cluster
 
 PROPS = MinIsrSource.SERVER_PROPERTIES
 DESCRIBED = MinIsrSource.DESCRIBE_CONFIGS
@@ -44,7 +52,7 @@ CASES = [
         None,
         [static(1, 1), static(2, 3), static(3, 2)],
         1,
-        PlannedMinIsr(3, PROPS, "broker(s) 2"),
+        PlannedMinIsr(3, PROPS, "broker(s) 2", by_broker={1: 1, 3: 2}),
     ),
     (
         "cluster-dynamic-default-wins-over-files",
@@ -65,14 +73,14 @@ CASES = [
         2,
         [BrokerMinIsr(1, dynamic=3), static(2, 1), static(3, 1)],
         1,
-        PlannedMinIsr(3, MinIsrSource.BROKER_DYNAMIC, "broker(s) 1"),
+        PlannedMinIsr(3, MinIsrSource.BROKER_DYNAMIC, "broker(s) 1", by_broker={2: 2, 3: 2}),
     ),
     (
         "broker-dynamic-below-the-others-files",
         None,
         [BrokerMinIsr(1, dynamic=1), static(2, 2), static(3, 2)],
         1,
-        PlannedMinIsr(2, PROPS, "broker(s) 2, 3"),
+        PlannedMinIsr(2, PROPS, "broker(s) 2, 3", by_broker={1: 1}),
     ),
     (
         "unset-in-the-file-is-kafkas-default-not-the-fallback",
@@ -100,14 +108,17 @@ CASES = [
         None,
         [static(1, 2), unknown(2)],
         3,
-        PlannedMinIsr(3, MinIsrSource.CLUSTER_YAML, "nothing known of broker(s) 2"),
+        PlannedMinIsr(
+            3, MinIsrSource.CLUSTER_YAML, "nothing known of broker(s) 2", by_broker={1: 2}
+        ),
     ),
     (
         "one-unknown-below-the-known",
         None,
         [static(1, 2), unknown(2)],
         1,
-        PlannedMinIsr(2, PROPS, "broker(s) 1; nothing known of broker(s) 2"),
+        # The broker nothing is known of counts with cluster.yaml's value, lower.
+        PlannedMinIsr(2, PROPS, "broker(s) 1; nothing known of broker(s) 2", by_broker={2: 1}),
     ),
     # cluster.yaml states no value: a broker nothing is known of is named, never counted as 1.
     (
@@ -141,7 +152,7 @@ CASES = [
         None,
         [static(1, 2), unset(2)],
         None,
-        PlannedMinIsr(2, PROPS, "broker(s) 1"),
+        PlannedMinIsr(2, PROPS, "broker(s) 1", by_broker={2: 1}),
     ),
 ]
 
@@ -207,3 +218,63 @@ def test_a_plan_with_an_unknown_broker_is_refused_saying_what_to_do() -> None:
     stated = brokers_min_isr(facts, [1, 2], 3)
     assert stated.unknown == () and unknown_refusal(stated) is None
     assert "unknown" not in stated.to_json()  # the plans made before keep their digest
+
+
+# -- per partition: the strictest of the replicas' own settings ---------------------------------
+
+
+def test_a_broker_set_higher_raises_its_partitions_only_and_says_so() -> None:
+    facts = MinIsrFacts(brokers={1: static(1, 3), 2: static(2, 2), 3: static(3, 2), 4: unset(4)})
+    resolved = brokers_min_isr(facts, [1, 2, 3, 4], None)
+    assert resolved.rule() == MinIsrRule(3, {2: 2, 3: 2, 4: 1})
+    assert PlannedMinIsr.from_json(resolved.to_json()) == resolved
+    assert str(resolved) == (
+        "3 (server.properties: broker(s) 1); lower on broker 2: 2, broker 3: 2, broker 4: 1"
+        " (each partition: the strictest of its replicas')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("replicas", "config", "expected"),
+    [
+        pytest.param((1, 2, 3), {}, 3, id="a-replica-on-the-strict-broker"),
+        pytest.param((2, 3, 4), {}, 2, id="none-on-it-the-strictest-of-theirs"),
+        pytest.param((4,), {}, 1, id="one-replica-its-own-broker"),
+        pytest.param((5, 4), {}, 3, id="a-broker-nothing-is-known-of-counts-as-the-strictest"),
+        pytest.param((), {}, 3, id="no-replica"),
+        pytest.param((2, 3, 4), {"min.insync.replicas": "3"}, 3, id="the-override-wins-up"),
+        pytest.param((1, 2, 3), {"min.insync.replicas": "1"}, 1, id="the-override-wins-down"),
+        pytest.param((1, 2, 3), {"min.insync.replicas": "0"}, 3, id="an-override-kafka-rejects"),
+    ],
+)
+def test_a_partitions_value(
+    replicas: tuple[int, ...], config: dict[str, str], expected: int
+) -> None:
+    assert MinIsrRule(3, {2: 2, 3: 2, 4: 1}).of(config, replicas) == expected
+
+
+def test_the_gate_and_the_model_use_the_same_per_partition_value() -> None:
+    """Broker 1 set to 3, the others 2: a partition hosted on 1 needs 3 in sync (and with
+    replication 3 no restart keeps it writable under acks=all), one not on 1 needs 2."""
+    state = cluster(
+        brokers=[1, 2, 3, 4],
+        topics={"t": {0: [1, 2, 3], 1: [2, 3, 4]}},
+        isr={("t", 1): [2, 3]},
+    )
+    state = replace(state, topics={"t": replace(state.topics["t"], config={})})  # no topic override
+    rule = MinIsrRule(3, {2: 2, 3: 2, 4: 2})
+    model = build_model(state, [], min_isr=rule, lines=KafkaLines.uniform((3, 9), [1, 2, 3, 4]))
+    assert {tp.partition: p.min_isr for tp, p in model.partitions.items()} == {0: 3, 1: 2}
+    assert state.min_insync_replicas(TopicPartition("t", 0), rule) == 3
+    assert state.min_insync_replicas(TopicPartition("t", 1), rule) == 2
+    # t-1 has exactly 2 of its 2 in sync: restarting 2 or 3 takes it below; 4 is out already.
+    assert restart_blocker(state, 3, min_isr=rule) == (
+        "t-1 has exactly min.insync.replicas=2 in sync (isr [2, 3]); restarting broker 3 would"
+        " take it below"
+    )
+    assert restart_blocker(state, 4, min_isr=rule) is None
+    assert degraded(state, rule).below_min_isr == frozenset()
+    # The cluster-wide strictest (the rule before) took t-1 for a partition that needs all 3
+    # of its replicas, which no gate can protect, and let broker 3's restart take it below the
+    # 2 its leader enforces.
+    assert restart_blocker(state, 3, min_isr=MinIsrRule(3)) is None

@@ -16,6 +16,7 @@ from remediate.cli.common import candidate_option
 from remediate.config.models import KafkaConfig
 from remediate.errors import ConfigError
 from remediate.kafka_lines import KafkaLines
+from remediate.minisr import MinIsrRule
 from remediate.plan import (
     MoveStep,
     PlanOptions,
@@ -104,7 +105,7 @@ def test_the_model_heals_a_fenced_partition_at_the_trigger_only_where_the_id_mov
     kinds = {(b, "orders", p): "TOPIC_ID_MISMATCH" for b in (1, 2, 3) for p in (0, 1, 2)}
     found = findings_for(state, kinds) + [_fenced(state, tp) for tp in (T0, T1, T2)]
     model = build_model(
-        state, found, min_isr_default=1, lines=KafkaLines.uniform((2, 8), state.brokers)
+        state, found, min_isr=MinIsrRule(1), lines=KafkaLines.uniform((2, 8), state.brokers)
     )
     moved = frozenset((tp, b) for tp in (T0, T1) for b in (1, 2, 3))
     timeline = simulate(model, [MoveOp(moved), TriggerOp(frozenset({T0, T1, T2}))])
@@ -112,7 +113,7 @@ def test_the_model_heals_a_fenced_partition_at_the_trigger_only_where_the_id_mov
     assert timeline.phases[0].after == {T0, T1, T2}  # a move alone heals nothing
     assert timeline.phases[1].after == {T2}  # its replicas were not moved: still fenced
     on_3x = build_model(
-        state, found, min_isr_default=1, lines=KafkaLines.uniform((3, 4), state.brokers)
+        state, found, min_isr=MinIsrRule(1), lines=KafkaLines.uniform((3, 4), state.brokers)
     )
     assert simulate(on_3x, [MoveOp(moved), TriggerOp(frozenset({T0}))]).phases[1].after == {
         T0,

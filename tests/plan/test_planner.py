@@ -14,7 +14,7 @@ from rich.console import Console
 from remediate.config import ClusterTimeouts
 from remediate.execute import steps
 from remediate.kafka_lines import KafkaLines
-from remediate.minisr import MinIsrSource, PlannedMinIsr
+from remediate.minisr import MinIsrRule, MinIsrSource, PlannedMinIsr
 from remediate.plan import (
     FileKey,
     Plan,
@@ -342,7 +342,7 @@ def test_plan_properties(
     thumb = sorted(body, key=lambda b: (b not in out_of_isr, b))
     controller = [b for b in order if b == state.controller_id]
     model = build_model(
-        state, findings, min_isr_default=1, lines=KafkaLines.uniform((2, 8), state.brokers)
+        state, findings, min_isr=MinIsrRule(1), lines=KafkaLines.uniform((2, 8), state.brokers)
     )
     cleared = {s.broker: _cleared(s) for s in plan.restarts}
 
