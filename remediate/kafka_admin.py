@@ -1,4 +1,5 @@
-"""Kafka's admin requests, behind one port: moving a replica between its broker's log dirs
+"""Kafka's admin requests over Kafka's own protocol: the KafkaAdmin port (remediate/ports.py) for
+real brokers. The requests: moving a replica between its broker's log dirs
 (AlterReplicaLogDirs), where each replica is (DescribeLogDirs), reassigning a partition to
 the replicas it has (AlterPartitionReassignments, the repair's trigger), the reassignments
 under way (ListPartitionReassignments), each broker's Kafka version, and a broker's own
@@ -14,99 +15,18 @@ request and the broker: nothing of the client's own errors crosses this boundary
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from remediate.errors import KafkaAdminError
+from remediate.ports import NO_ANSWER, BrokerLogDirs, DescribedSetting
+from remediate.state import ReplicaRef, TopicPartition
 
-# (topic, partition) and (topic, partition, broker), as Kafka's TopicPartition and
-# TopicPartitionReplica.
-Partition = tuple[str, int]
-Replica = tuple[str, int, int]
-NO_ANSWER = "NO_ANSWER"
 # DescribeConfigs' source of a setting set for one broker alone.
 DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
-# Kafka's dynamic broker setting that limits how fast a replica is copied between log dirs.
-MOVE_THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
-
-
-@dataclass(frozen=True)
-class DescribedSetting:
-    """One broker setting as DescribeConfigs gives it: its value and Kafka's source name
-    (STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG...), or the error."""
-
-    value: str | None
-    source: str | None = None
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ReplicaPlace:
-    """Where a replica's log is on its broker, and the move under way, if any."""
-
-    log_dir: str | None
-    future_dir: str | None
-    size: int
-
-
-@dataclass(frozen=True)
-class BrokerLogDirs:
-    """One broker's log dirs as DescribeLogDirs gives them: the online ones, those that
-    answered with an error (offline), and each replica asked about: its dir and size."""
-
-    online: tuple[str, ...]
-    offline: tuple[str, ...]
-    replicas: Mapping[Partition, tuple[str, int]]
-    futures: Mapping[Partition, str]
-
-
-def places(described: Mapping[int, BrokerLogDirs]) -> dict[Replica, ReplicaPlace]:
-    """Where each replica is, from DescribeLogDirs' answers."""
-    found: dict[Replica, ReplicaPlace] = {}
-    for broker, dirs in described.items():
-        for tp in set(dirs.replicas) | set(dirs.futures):
-            current = dirs.replicas.get(tp)
-            found[(tp[0], tp[1], broker)] = ReplicaPlace(
-                log_dir=current[0] if current else None,
-                future_dir=dirs.futures.get(tp),
-                size=current[1] if current else 0,
-            )
-    return found
-
-
-class KafkaAdmin(Protocol):
-    def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
-        """Ask each broker to move its replicas to the given log dirs; the error per replica."""
-
-    def log_dirs(
-        self, brokers: Iterable[int], partitions: Iterable[Partition]
-    ) -> dict[int, BrokerLogDirs]:
-        """Each broker's log dirs, and where it keeps its replica of each partition."""
-
-    def reassign(
-        self, reassignments: Mapping[Partition, Sequence[int]]
-    ) -> dict[Partition, str | None]:
-        """Reassign partitions to the replica lists given; the error per partition."""
-
-    def ongoing_reassignments(self) -> set[Partition]: ...
-
-    def kafka_version(self, broker: int) -> tuple[int, int] | None:
-        """The broker's Kafka release (major, minor), as its API versions tell it."""
-
-    def broker_setting(self, broker: int, name: str) -> str | None:
-        """The dynamic setting `name` set for `broker` alone (DescribeConfigs), or None."""
-
-    def effective_setting(self, broker: int, name: str) -> DescribedSetting:
-        """The value `broker` runs with for its setting `name`, whatever set it
-        (DescribeConfigs), with Kafka's name for where it came from; or why it is not known."""
-
-    def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
-        """Set `broker`'s own dynamic setting `name`, or with None remove it
-        (IncrementalAlterConfigs); the error, or None."""
-
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -141,6 +61,67 @@ def _error_name(error: Any) -> str | None:
     if error is None or getattr(error, "errno", None) == 0:
         return None
     return str(getattr(error, "message", error))
+
+
+class _Said(logging.Handler):
+    """Keeps what kafka-python warns of while it bootstraps: the reason of each failed attempt
+    (a refused login, a refused connection), which its own timeout error leaves out."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+# What every failed attempt may end in, which says nothing of why.
+_UNTELLING = ("socket disconnected", "Request timed out", "Unable to bootstrap")
+# Said when every attempt on a secured listener ended that way: kafka-python can read a
+# broker's close before its last answer (why it refused the login).
+DROPPED_WHILE_SECURING = (
+    "the brokers closed every connection as it was set up: most often credentials they"
+    " refuse (kafka.sasl), or a security_protocol or certificate the listener does not take"
+)
+
+
+def _telling(lines: Sequence[str]) -> str | None:
+    """The most telling reason among kafka-python's warnings of failed attempts: the last one
+    that says more than that the connection dropped or the time ran out, else the last
+    failure."""
+    failures = [line for line in lines if " failed: " in line]
+    telling = [line for line in failures if not any(u in line for u in _UNTELLING)]
+    found = telling or failures
+    return found[-1] if found else None
+
+
+@contextmanager
+def starting(
+    request: str,
+    errors: tuple[type[BaseException], ...],
+    *,
+    broker: int | None = None,
+    secured: bool = False,
+) -> Iterator[None]:
+    """A client's start (its bootstrap) as `asking` does it, and when it fails, the most
+    telling reason kafka-python gave for a failed attempt: a bootstrap that times out because
+    every broker refused the login says so, not only "unable to bootstrap". `secured`: the
+    listener takes TLS or SASL."""
+    said = _Said()
+    logger = logging.getLogger("kafka")
+    logger.addHandler(said)
+    try:
+        with asking(request, errors, broker=broker):
+            yield
+    except KafkaAdminError as exc:
+        reason = _telling(said.lines)
+        if reason is None:
+            raise
+        if secured and any(u in reason for u in _UNTELLING):
+            reason += f"; {DROPPED_WHILE_SECURING}"
+        raise KafkaAdminError(exc.request, f"{exc.said} ({reason})", broker=exc.broker) from exc
+    finally:
+        logger.removeHandler(said)
 
 
 @contextmanager
@@ -190,21 +171,34 @@ class KafkaPythonAdmin:
             "bootstrap_timeout_ms": timeout_ms,
             **(security or Security()).client_config(),
         }
-        with asking(f"the admin client's start (bootstrap {', '.join(bootstrap)})", self._errors):
+        self._secured = (security or Security()).protocol != "PLAINTEXT"
+        with starting(
+            f"the admin client's start (bootstrap {', '.join(bootstrap)})",
+            self._errors,
+            secured=self._secured,
+        ):
             self._client = KafkaAdminClient(bootstrap_servers=list(bootstrap), **self._settings)
 
-    def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
+    def alter_replica_log_dirs(
+        self, moves: Mapping[ReplicaRef, str]
+    ) -> dict[ReplicaRef, str | None]:
         from kafka import TopicPartitionReplica  # noqa: PLC0415
 
         with asking("AlterReplicaLogDirs", self._errors):
             answers = self._client.alter_replica_log_dirs(
-                {TopicPartitionReplica(t, p, b): d for (t, p, b), d in moves.items()}
+                {
+                    TopicPartitionReplica(r.partition.topic, r.partition.partition, r.broker): d
+                    for r, d in moves.items()
+                }
             )
-        said = {(r.topic, r.partition, r.broker_id): _error_name(e) for r, e in answers.items()}
+        said = {
+            ReplicaRef(r.broker_id, TopicPartition(r.topic, r.partition)): _error_name(e)
+            for r, e in answers.items()
+        }
         return {key: said.get(key, NO_ANSWER) for key in moves}
 
     def log_dirs(
-        self, brokers: Iterable[int], partitions: Iterable[Partition]
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition]
     ) -> dict[int, BrokerLogDirs]:
         wanted: dict[str, list[int]] = {}
         for topic, partition in partitions:
@@ -215,8 +209,8 @@ class KafkaPythonAdmin:
         for answer in answers:
             online: list[str] = []
             offline: list[str] = []
-            replicas: dict[Partition, tuple[str, int]] = {}
-            futures: dict[Partition, str] = {}
+            replicas: dict[TopicPartition, tuple[str, int]] = {}
+            futures: dict[TopicPartition, str] = {}
             for log_dir in answer["log_dirs"]:
                 if log_dir.get("error_code", 0):
                     offline.append(log_dir["log_dir"])
@@ -224,7 +218,7 @@ class KafkaPythonAdmin:
                 online.append(log_dir["log_dir"])
                 for topic in log_dir["topics"]:
                     for entry in topic["partitions"]:
-                        tp = (topic["name"], int(entry["partition_index"]))
+                        tp = TopicPartition(topic["name"], int(entry["partition_index"]))
                         if entry["is_future_key"]:
                             futures[tp] = log_dir["log_dir"]
                         else:
@@ -235,22 +229,25 @@ class KafkaPythonAdmin:
         return found
 
     def reassign(
-        self, reassignments: Mapping[Partition, Sequence[int]]
-    ) -> dict[Partition, str | None]:
-        from kafka import TopicPartition  # noqa: PLC0415
+        self, reassignments: Mapping[TopicPartition, Sequence[int]]
+    ) -> dict[TopicPartition, str | None]:
+        from kafka import TopicPartition as KafkaTopicPartition  # noqa: PLC0415
 
         with asking("AlterPartitionReassignments", self._errors):
             answers = self._client.alter_partition_reassignments(
-                {TopicPartition(t, p): list(r) for (t, p), r in reassignments.items()}
+                {KafkaTopicPartition(t, p): list(r) for (t, p), r in reassignments.items()}
             )
-        said = {(tp.topic, tp.partition): _error_name(error) for tp, error in answers.items()}
+        said = {
+            TopicPartition(tp.topic, tp.partition): _error_name(error)
+            for tp, error in answers.items()
+        }
         # A partition the controller said nothing about was not reassigned.
         return {key: said.get(key, NO_ANSWER) for key in reassignments}
 
-    def ongoing_reassignments(self) -> set[Partition]:
+    def ongoing_reassignments(self) -> set[TopicPartition]:
         with asking("ListPartitionReassignments", self._errors):
             ongoing = self._client.list_partition_reassignments()
-        return {(tp.topic, tp.partition) for tp in ongoing}
+        return {TopicPartition(tp.topic, tp.partition) for tp in ongoing}
 
     def kafka_version(self, broker: int) -> tuple[int, int] | None:
         """The broker's release, from its own ApiVersions: read through a client whose only
@@ -266,7 +263,7 @@ class KafkaPythonAdmin:
             raise KafkaAdminError(
                 "ApiVersions", "no address of its own is known (not registered?)", broker=broker
             )
-        with asking("ApiVersions", self._errors, broker=broker):
+        with starting("ApiVersions", self._errors, broker=broker, secured=self._secured):
             own = KafkaAdminClient(bootstrap_servers=[address], **self._settings)
             try:
                 data = own.get_broker_version_data(broker)

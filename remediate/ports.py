@@ -7,10 +7,12 @@ data, the executor on an in-memory cluster, and integration tests on the real se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Protocol
+
+from remediate.state import ReplicaRef, TopicPartition
 
 
 @dataclass(frozen=True)
@@ -215,3 +217,103 @@ class ZooKeeperStore(ZooKeeper, Protocol):
     def delete_tree(self, path: str) -> None:
         """Delete `path` and everything under it; nothing if it is not there."""
         ...
+
+
+# -- Kafka's admin requests ---------------------------------------------------------------------
+
+# What an adapter says of a replica or a partition that Kafka's answer left out.
+NO_ANSWER: Final = "NO_ANSWER"
+# Kafka's dynamic broker setting that limits how fast a replica is copied between log dirs.
+MOVE_THROTTLE: Final = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+
+@dataclass(frozen=True)
+class DescribedSetting:
+    """One broker setting as DescribeConfigs gives it: its value and Kafka's source name
+    (STATIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG...), or the error."""
+
+    value: str | None
+    source: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaPlace:
+    """Where a replica's log is on its broker, and the move under way, if any."""
+
+    log_dir: str | None
+    future_dir: str | None
+    size: int
+
+
+@dataclass(frozen=True)
+class BrokerLogDirs:
+    """One broker's log dirs as DescribeLogDirs gives them: the online ones, those that
+    answered with an error (offline), and each replica asked about: its dir and size, and the
+    dir of a copy under way (its future log)."""
+
+    online: tuple[str, ...]
+    offline: tuple[str, ...]
+    replicas: Mapping[TopicPartition, tuple[str, int]]
+    futures: Mapping[TopicPartition, str]
+
+
+def places(described: Mapping[int, BrokerLogDirs]) -> dict[ReplicaRef, ReplicaPlace]:
+    """Where each replica is, from DescribeLogDirs' answers."""
+    found: dict[ReplicaRef, ReplicaPlace] = {}
+    for broker, dirs in described.items():
+        for tp in set(dirs.replicas) | set(dirs.futures):
+            current = dirs.replicas.get(tp)
+            found[ReplicaRef(broker, tp)] = ReplicaPlace(
+                log_dir=current[0] if current else None,
+                future_dir=dirs.futures.get(tp),
+                size=current[1] if current else 0,
+            )
+    return found
+
+
+class KafkaAdmin(Protocol):
+    """Kafka's admin requests (remediate/kafka_admin.py over Kafka's protocol; the sandbox's
+    emulated brokers have their own). A partition's or a replica's error comes back as
+    Kafka's error name, or None; a request that fails as a whole (no broker answers, a
+    timeout, credentials refused) raises KafkaAdminError naming the request and the broker."""
+
+    def alter_replica_log_dirs(
+        self, moves: Mapping[ReplicaRef, str]
+    ) -> dict[ReplicaRef, str | None]:
+        """Ask each broker to move its replicas to the given log dirs; the error per replica."""
+        ...
+
+    def log_dirs(
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> dict[int, BrokerLogDirs]:
+        """Each broker's log dirs, and where it keeps its replica of each partition."""
+        ...
+
+    def reassign(
+        self, reassignments: Mapping[TopicPartition, Sequence[int]]
+    ) -> dict[TopicPartition, str | None]:
+        """Reassign partitions to the replica lists given; the error per partition."""
+        ...
+
+    def ongoing_reassignments(self) -> set[TopicPartition]: ...
+
+    def kafka_version(self, broker: int) -> tuple[int, int] | None:
+        """The broker's Kafka release (major, minor), as its own ApiVersions tell it."""
+        ...
+
+    def broker_setting(self, broker: int, name: str) -> str | None:
+        """The dynamic setting `name` set for `broker` alone (DescribeConfigs), or None."""
+        ...
+
+    def effective_setting(self, broker: int, name: str) -> DescribedSetting:
+        """The value `broker` runs with for its setting `name`, whatever set it
+        (DescribeConfigs), with Kafka's name for where it came from; or why it is not known."""
+        ...
+
+    def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
+        """Set `broker`'s own dynamic setting `name`, or with None remove it
+        (IncrementalAlterConfigs); the error, or None."""
+        ...
+
+    def close(self) -> None: ...

@@ -29,7 +29,6 @@ from remediate.execute.journal import RunStatus
 from remediate.execute.locked import apply_plan, record_check
 from remediate.exit_codes import EXIT_HALTED, EXIT_NEEDS_ACCEPTANCE, EXIT_REFUSED
 from remediate.kafka_admin import (
-    KafkaAdmin,
     KafkaPythonAdmin,
     Security,
     bootstrap_servers,
@@ -41,6 +40,7 @@ from remediate.plan import Plan, PlanOptions, make_plan
 from remediate.plan.model import by_name, with_digest
 from remediate.plan.render import min_isr_of
 from remediate.playbook import Playbook, cluster_playbook
+from remediate.ports import KafkaAdmin
 from remediate.preflight import AT_RISK_KINDS, Preflight, kraft_preflight
 from remediate.scan.kinds import MISMATCH_KINDS, FindingKind
 from remediate.scan.pipeline import ClusterScan, collect_and_scan
@@ -219,7 +219,10 @@ def kafka_admin(config: ClusterConfig, state: ClusterState) -> KafkaAdmin:
             f" {kafka.listener} listener"
         )
     return KafkaPythonAdmin(
-        bootstrap, security=security, addresses=broker_addresses(state.brokers, kafka.listener)
+        bootstrap,
+        security=security,
+        timeout_ms=round(kafka.request_timeout_s * 1000),
+        addresses=broker_addresses(state.brokers, kafka.listener),
     )
 
 

@@ -4,6 +4,8 @@ client that cannot reach any broker says so the same way."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from kafka.errors import (
     BrokerNotAvailableError,
@@ -13,7 +15,7 @@ from kafka.errors import (
 )
 
 from remediate.errors import KafkaAdminError
-from remediate.kafka_admin import KafkaPythonAdmin, asking
+from remediate.kafka_admin import DROPPED_WHILE_SECURING, KafkaPythonAdmin, asking, starting
 from remediate.sandbox.plumbing.zkserver import free_port
 
 ERRORS = (KafkaTimeoutError, BrokerNotAvailableError, IncompatibleBrokerVersion, OSError)
@@ -72,3 +74,52 @@ def test_a_client_that_reaches_no_broker_cannot_start() -> None:
         f"the admin client's start (bootstrap {nowhere}) failed: KafkaTimeoutError: Unable to"
         f" bootstrap from ['{nowhere}']"
     ), caught.value
+
+
+REFUSED = (
+    "Bootstrap connection to bootstrap-0 failed: [Error 58] SaslAuthenticationFailedError:"
+    " Authentication failed: Invalid username or password (backoff 0.06 secs)"
+)
+DROPPED = (
+    "Bootstrap connection to bootstrap-1 failed: KafkaConnectionError: socket disconnected"
+    " (backoff 0.12 secs)"
+)
+TIMED_OUT = (
+    "Bootstrap connection to bootstrap-2 failed: [Error 7] RequestTimedOutError: Request timed"
+    " out after 46 ms (backoff 0.68 secs)"
+)
+
+
+@pytest.mark.parametrize(
+    ("logged", "secured", "added"),
+    [
+        pytest.param([REFUSED, DROPPED, TIMED_OUT], True, f" ({REFUSED})", id="the-refusal-wins"),
+        pytest.param(
+            [DROPPED, "Sending username and password in the clear", TIMED_OUT],
+            True,
+            f" ({TIMED_OUT}; {DROPPED_WHILE_SECURING})",
+            id="only-drops-on-a-secured-listener",
+        ),
+        pytest.param([DROPPED], False, f" ({DROPPED})", id="only-drops-in-plaintext"),
+        pytest.param(["Bootstrap bootstrap-0 not ready; waiting 0.06 secs"], True, "", id="none"),
+    ],
+)
+def test_a_failed_start_says_the_most_telling_reason(
+    logged: list[str], secured: bool, added: str
+) -> None:
+    """kafka-python's own timeout says only "Unable to bootstrap"; the reason of each failed
+    attempt is in its warnings, and a refused login is read there (or, where the client read
+    the broker's close before its answer, what a dropped secured connection most often means)."""
+    log = logging.getLogger("kafka.net.manager")
+
+    def bootstrap() -> None:
+        with starting("the start", ERRORS, secured=secured):
+            for line in logged:
+                log.warning(line)
+            raise KafkaTimeoutError("Unable to bootstrap from ['h:1']")
+
+    with pytest.raises(KafkaAdminError) as caught:
+        bootstrap()
+    assert str(caught.value) == (
+        "the start failed: KafkaTimeoutError: Unable to bootstrap from ['h:1']" + added
+    )

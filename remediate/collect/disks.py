@@ -9,8 +9,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
 from remediate.errors import RemediationError
-from remediate.kafka_admin import KafkaAdmin
-from remediate.ports import CommandKind, Transport
+from remediate.ports import CommandKind, KafkaAdmin, Transport
 from remediate.state import BrokerDisks, MoveFacts, TopicPartition
 
 # Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on: anchored on the numbers, so
@@ -50,9 +49,8 @@ def read_disks(
     """The facts a move needs of each broker: its Kafka version, its online and offline log
     dirs, where its replicas of `partitions` are and their size, the room in each dir."""
     wanted = sorted(set(brokers))
-    asked = [(tp.topic, tp.partition) for tp in partitions]
     try:
-        described = admin.log_dirs(wanted, asked)
+        described = admin.log_dirs(wanted, partitions)
         versions = {b: admin.kafka_version(b) for b in wanted}
     except RemediationError as exc:
         return MoveFacts(problem=f"Kafka's admin API did not answer: {exc}")
@@ -69,6 +67,6 @@ def read_disks(
             online_dirs=dirs.online,
             offline_dirs=dirs.offline,
             free_bytes=free,
-            replicas={TopicPartition(t, p): where for (t, p), where in dirs.replicas.items()},
+            replicas=dict(dirs.replicas),
         )
     return MoveFacts(brokers=found)

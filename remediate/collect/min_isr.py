@@ -22,7 +22,6 @@ from remediate.errors import (
     ZooKeeperError,
 )
 from remediate.formats.znodes import broker_config_path, decode_topic_config
-from remediate.kafka_admin import KafkaAdmin
 from remediate.minisr import (
     KAFKA_DEFAULT,
     KEY,
@@ -33,7 +32,7 @@ from remediate.minisr import (
     brokers_min_isr,
     parse_min_isr,
 )
-from remediate.ports import ZooKeeper
+from remediate.ports import KafkaAdmin, ZooKeeper
 
 DEFAULT_ENTITY = "<default>"
 AdminOpener = Callable[[], KafkaAdmin]

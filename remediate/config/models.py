@@ -332,6 +332,9 @@ class KafkaConfig(_Model):
     # setting replica.alter.log.dirs.io.max.bytes.per.second, set on each broker that moves
     # replicas for the moves only, then put back as it was. None: no throttle.
     move_throttle_bytes_per_s: int | None = Field(default=None, ge=1024)
+    # How long one admin request waits for its answer (and the client for its bootstrap):
+    # past it the request fails, and a run halts naming it.
+    request_timeout_s: float = Field(default=30.0, gt=0, le=600)
 
     @model_validator(mode="after")
     def _security(self) -> KafkaConfig:

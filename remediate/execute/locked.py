@@ -43,11 +43,10 @@ from remediate.execute.journal_mirror import (
 )
 from remediate.execute.lock import RunLock
 from remediate.gates import migration_blocker
-from remediate.kafka_admin import KafkaAdmin
 from remediate.logs import run_logger
 from remediate.plan import Plan, RestartStep, plan_from_json
 from remediate.playbook import Timeouts, cluster_playbook
-from remediate.ports import ZooKeeper, ZooKeeperStore
+from remediate.ports import KafkaAdmin, ZooKeeper, ZooKeeperStore
 from remediate.scan.findings import ScanReport
 from remediate.state import ClusterState
 from remediate.zookeeper import session

@@ -33,11 +33,11 @@ from remediate.execute.journal import JournalEvent
 from remediate.execute.stepbase import StepRun
 from remediate.execute.steps import StepKey
 from remediate.gates import degraded, migration_blocker, topic_in_sync_blocker
-from remediate.kafka_admin import MOVE_THROTTLE, BrokerLogDirs, KafkaAdmin
 from remediate.plan import MoveStep, TriggerStep
 from remediate.plan.moves import HEADROOM, ReplicaMove
 from remediate.playbook import Action, Timeouts
-from remediate.state import ClusterState
+from remediate.ports import MOVE_THROTTLE, BrokerLogDirs, KafkaAdmin
+from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 
 class _Admin:
@@ -68,7 +68,7 @@ def _described(admin: KafkaAdmin, moves: tuple[ReplicaMove, ...]) -> dict[int, B
     try:
         return admin.log_dirs(
             sorted({m.broker for m in moves}),
-            sorted({(m.partition.topic, m.partition.partition) for m in moves}),
+            sorted({m.partition for m in moves}),
         )
     except KafkaAdminError as exc:
         raise HaltedError(str(exc)) from exc
@@ -81,9 +81,8 @@ def _where(
     dirs = described.get(move.broker)
     if dirs is None:
         return None, None
-    tp = (move.partition.topic, move.partition.partition)
-    current = dirs.replicas.get(tp)
-    return (current[0] if current else None), dirs.futures.get(tp)
+    current = dirs.replicas.get(move.partition)
+    return (current[0] if current else None), dirs.futures.get(move.partition)
 
 
 def _gates(run: StepRun[Any], playbook: str) -> Timeouts:
@@ -246,7 +245,7 @@ class MoveRun(StepRun[MoveStep]):
         state = self.probes.read()
         with _Admin(self).open(state) as admin:
             described = _described(admin, self.step.moves)
-            submit: dict[tuple[str, int, int], str] = {}
+            submit: dict[ReplicaRef, str] = {}
             already, under_way = [], []
             for move in self.step.moves:
                 current, future = _where(described, move)
@@ -258,9 +257,7 @@ class MoveRun(StepRun[MoveStep]):
                 elif current is None:
                     raise HaltedError(f"{name}: its broker reports no such replica")
                 else:
-                    submit[(move.partition.topic, move.partition.partition, move.broker)] = (
-                        move.to_dir
-                    )
+                    submit[ReplicaRef(move.broker, move.partition)] = move.to_dir
             self.recorder.lock.ensure_held()
             answers = admin.alter_replica_log_dirs(submit) if submit else {}
         refused = {k: e for k, e in answers.items() if e is not None}
@@ -268,13 +265,17 @@ class MoveRun(StepRun[MoveStep]):
             raise HaltedError(
                 "AlterReplicaLogDirs refused: "
                 + ", ".join(
-                    f"{t}-{p} on broker {b}: {e}" for (t, p, b), e in sorted(refused.items())
+                    f"{replica}: {refused[replica]}"
+                    for replica in sorted(refused, key=lambda r: (r.partition, r.broker))
                 )
             )
-        for (topic, partition, broker), log_dir in sorted(submit.items()):
-            self.services.progress(f"broker {broker}: moving {topic}-{partition} to {log_dir}")
+        moving = sorted(submit, key=lambda r: (r.partition, r.broker))
+        for replica in moving:
+            self.services.progress(
+                f"broker {replica.broker}: moving {replica.partition} to {submit[replica]}"
+            )
         return {
-            "moving": [f"{t}-{p} on broker {b}" for t, p, b in sorted(submit)],
+            "moving": [str(replica) for replica in moving],
             "already": already,
             "under_way": under_way,
         }
@@ -367,7 +368,7 @@ class TriggerRun(StepRun[TriggerStep]):
         for record in self.recorder.journal.records():
             if record.get("event") == JournalEvent.NOTE and record.get("step") == str(key):
                 recorded = dict(record.get("leader_epochs_before") or {})
-        todo: dict[tuple[str, int], list[int]] = {}
+        todo: dict[TopicPartition, list[int]] = {}
         already: list[str] = []
         for tp in self.step.partitions:
             zk = state.partitions.get(tp)
@@ -375,14 +376,14 @@ class TriggerRun(StepRun[TriggerStep]):
             if zk is not None and before is not None and zk.leader_epoch > before:
                 already.append(str(tp))  # resumed: its bump happened; never a second one
                 continue
-            todo[(tp.topic, tp.partition)] = list(state.replicas(tp.topic, tp.partition))
+            todo[tp] = list(state.replicas(tp.topic, tp.partition))
         epochs = {
             str(tp): state.partitions[tp].leader_epoch
             for tp in self.step.partitions
-            if tp in state.partitions and (tp.topic, tp.partition) in todo
+            if tp in state.partitions and tp in todo
         }
         self.recorder.record(JournalEvent.NOTE, step=str(key), leader_epochs_before=epochs)
-        answers: dict[tuple[str, int], str | None] = {}
+        answers: dict[TopicPartition, str | None] = {}
         if todo:
             with _Admin(self).open(state) as admin:
                 self.recorder.lock.ensure_held()
@@ -391,10 +392,10 @@ class TriggerRun(StepRun[TriggerStep]):
         if refused:
             raise HaltedError(
                 "AlterPartitionReassignments refused: "
-                + ", ".join(f"{t}-{p}: {e}" for (t, p), e in sorted(refused.items()))
+                + ", ".join(f"{tp}: {e}" for tp, e in sorted(refused.items()))
             )
         self.services.progress(f"reassigned {len(todo)} partition(s) to their own replicas")
-        return {"reassigned": [f"{t}-{p}" for t, p in sorted(todo)], "already": already}
+        return {"reassigned": [str(tp) for tp in sorted(todo)], "already": already}
 
     @property
     def topics(self) -> list[str]:

@@ -11,10 +11,9 @@ from remediate.config import ClusterConfig
 from remediate.execute import failpoints, interrupt
 from remediate.execute.backup import Backup
 from remediate.execute.journal import RunProgress, RunStatus
-from remediate.kafka_admin import KafkaAdmin
 from remediate.minisr import KAFKA_DEFAULT, MinIsrRule
 from remediate.playbook import Timeouts
-from remediate.ports import Clock, Transport, ZooKeeper
+from remediate.ports import Clock, KafkaAdmin, Transport, ZooKeeper
 from remediate.state import ClusterState, ReplicaRef
 
 

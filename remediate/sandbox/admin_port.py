@@ -1,4 +1,4 @@
-"""The KafkaAdmin port (remediate/kafka_admin.py) for the sandbox's emulated brokers, which
+"""The KafkaAdmin port (remediate/ports.py) for the sandbox's emulated brokers, which
 speak the sandbox's own wire rather than Kafka's protocol (real brokers take
 KafkaPythonAdmin). Kafka's error codes come back as Kafka's error names; a request that
 fails as a whole raises KafkaAdminError, as KafkaPythonAdmin's do."""
@@ -11,9 +11,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from remediate.errors import SandboxError, ZooKeeperError
-from remediate.kafka_admin import BrokerLogDirs, DescribedSetting, Partition, Replica, asking
+from remediate.kafka_admin import asking
+from remediate.ports import BrokerLogDirs, DescribedSetting
 from remediate.sandbox import admin
 from remediate.sandbox.emulated import wire
+from remediate.state import ReplicaRef, TopicPartition
 from remediate.zookeeper import ZkSettings, connect
 
 # What a request to the emulated brokers raises when it fails: its wire's, ZooKeeper's.
@@ -37,19 +39,31 @@ class SandboxAdmin:
         with asking("the admin client's start", ERRORS):
             return cls(connect(settings, timeout=timeout).client, owned=True)
 
-    def alter_replica_log_dirs(self, moves: Mapping[Replica, str]) -> dict[Replica, str | None]:
+    def alter_replica_log_dirs(
+        self, moves: Mapping[ReplicaRef, str]
+    ) -> dict[ReplicaRef, str | None]:
         with asking("AlterReplicaLogDirs", ERRORS):
-            answers = admin.alter_replica_log_dirs(self.zk, moves)
-        return {key: _name(answers.get(key, wire.UNKNOWN_SERVER_ERROR)) for key in moves}
+            answers = admin.alter_replica_log_dirs(
+                self.zk,
+                {(r.partition.topic, r.partition.partition, r.broker): d for r, d in moves.items()},
+            )
+        return {
+            r: _name(
+                answers.get(
+                    (r.partition.topic, r.partition.partition, r.broker), wire.UNKNOWN_SERVER_ERROR
+                )
+            )
+            for r in moves
+        }
 
     def log_dirs(
-        self, brokers: Iterable[int], partitions: Iterable[Partition]
+        self, brokers: Iterable[int], partitions: Iterable[TopicPartition]
     ) -> dict[int, BrokerLogDirs]:
         wanted = set(partitions)
         found: dict[int, BrokerLogDirs] = {}
         for broker in sorted(set(brokers)):
-            replicas: dict[Partition, tuple[str, int]] = {}
-            futures: dict[Partition, str] = {}
+            replicas: dict[TopicPartition, tuple[str, int]] = {}
+            futures: dict[TopicPartition, str] = {}
             online: list[str] = []
             offline: list[str] = []
             with asking("DescribeLogDirs", ERRORS, broker=broker):
@@ -60,7 +74,7 @@ class SandboxAdmin:
                     continue
                 online.append(log_dir["path"])
                 for entry in log_dir["partitions"]:
-                    tp = (entry["topic"], entry["partition"])
+                    tp = TopicPartition(entry["topic"], int(entry["partition"]))
                     if tp not in wanted:
                         continue
                     if entry["future"]:
@@ -73,13 +87,15 @@ class SandboxAdmin:
         return found
 
     def reassign(
-        self, reassignments: Mapping[Partition, Sequence[int]]
-    ) -> dict[Partition, str | None]:
+        self, reassignments: Mapping[TopicPartition, Sequence[int]]
+    ) -> dict[TopicPartition, str | None]:
         with asking("AlterPartitionReassignments", ERRORS):
-            answers = admin.alter_partition_reassignments(self.zk, reassignments)
+            answers = admin.alter_partition_reassignments(
+                self.zk, {(tp.topic, tp.partition): list(r) for tp, r in reassignments.items()}
+            )
         return {key: _name(answers.get(key, wire.UNKNOWN_SERVER_ERROR)) for key in reassignments}
 
-    def ongoing_reassignments(self) -> set[Partition]:
+    def ongoing_reassignments(self) -> set[TopicPartition]:
         # The sandbox takes only reassignments to the current replicas, done at once.
         return set()
 

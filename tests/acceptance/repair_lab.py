@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,7 @@ def reproduce_and_plan(
     log_dirs: int = 2,
     properties: dict[str, str] | None = None,
     upgrade_to: str | None = None,
+    prepare: Callable[[Path, cluster.SandboxState], None] | None = None,
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
@@ -116,7 +117,9 @@ def reproduce_and_plan(
     brokers' min.insync.replicas=2, a restart of either replica leaves it unwritable).
     `log_dirs`: each broker's (with one, no repair can move a replica). `properties`: every
     broker's settings beyond the sandbox's. `upgrade_to`: step 8's restart is a rolling
-    upgrade's step to this real release."""
+    upgrade's step to this real release. `prepare`: what to do to the sandbox once it is up,
+    before cluster.yaml's changes and the incident (it may start it again and rewrite
+    cluster.yaml)."""
     state = cluster.up(
         directory,
         brokers=brokers,
@@ -126,6 +129,8 @@ def reproduce_and_plan(
         properties=properties,
     )
     try:
+        if prepare is not None:
+            prepare(directory, state)
         settings = yaml.safe_load((directory / "cluster.yaml").read_text())
         if session_timeout_s is not None:
             # A killed operator's lock is free again once its session expires.

@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from remediate.kafka_admin import DescribedSetting, KafkaPythonAdmin
+from remediate.kafka_admin import KafkaPythonAdmin
+from remediate.ports import DescribedSetting
 from remediate.sandbox.traffic import RetryingProducer
 from tests.acceptance.repair_lab import (
     BYSTANDER,

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from remediate.kafka_admin import MOVE_THROTTLE
+from remediate.ports import MOVE_THROTTLE
 from remediate.sandbox import admin, cluster
 from remediate.sandbox.traffic import RetryingProducer
 from tests.acceptance.repair_lab import (

@@ -39,8 +39,8 @@ from remediate.formats.znodes import (
     topic_config_path,
     topic_path,
 )
-from remediate.kafka_admin import DescribedSetting, KafkaAdmin
 from remediate.minisr import MinIsrRule, MinIsrSource, PlannedMinIsr
+from remediate.ports import DescribedSetting, KafkaAdmin
 from remediate.sandbox.plumbing import zkserver
 from remediate.state import TopicPartition
 from remediate.zookeeper import ZkAuth, ZkSettings, _probe, connect, make_client
@@ -338,9 +338,7 @@ def test_min_isr_from_the_dynamic_settings_and_the_brokers_files(
         )
         assert (resolved, problems) == (
             # Each partition gets the strictest of its replicas' own values.
-            PlannedMinIsr(
-                3, MinIsrSource.SERVER_PROPERTIES, "broker(s) 2", by_broker={1: 2, 3: 1}
-            ),
+            PlannedMinIsr(3, MinIsrSource.SERVER_PROPERTIES, "broker(s) 2", by_broker={1: 2, 3: 1}),
             (),
         )
         admin.create(

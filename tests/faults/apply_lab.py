@@ -341,6 +341,18 @@ class ApplyLab:
                 continue  # a torn last line: the crash came in the middle of a write
         return Run(exit_code, stdout, stderr, run.name, records)
 
+    def start_resume(self, run_id: str, *, failpoints: str = "") -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "remediate"),
+                *("resume", "-c", str(self.config), "--run", run_id, "--json"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_environment(failpoints),
+        )
+
     def resume(self, run_id: str, *, failpoints: str = "") -> Run:
         resumed = subprocess.run(
             [

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from remediate.kafka_admin import MOVE_THROTTLE
+from remediate.ports import MOVE_THROTTLE
 from remediate.sandbox import admin, cluster
 from remediate.sandbox.plumbing import process
 from tests.acceptance.repair_lab import TOPIC, Reproduced, lost, reproduce_and_plan, unconverged

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from remediate.kafka_admin import MOVE_THROTTLE
+from remediate.ports import MOVE_THROTTLE
 from remediate.sandbox import admin, cluster
 from tests.acceptance.repair_lab import TOPIC, Reproduced, lost, reproduce_and_plan, unconverged
 from tests.execute.sandbox_tools import run_cli

@@ -24,10 +24,12 @@ from pathlib import Path
 import pytest
 
 from remediate.formats.logdir import PARTITION_METADATA, parse_partition_metadata
-from remediate.kafka_admin import KafkaAdmin, KafkaPythonAdmin, places
+from remediate.kafka_admin import KafkaPythonAdmin
+from remediate.ports import KafkaAdmin, places
 from remediate.sandbox import admin, cluster
 from remediate.sandbox.admin_port import SandboxAdmin
 from remediate.sandbox.reproduce import Incident, leader_fenced, partition_states
+from remediate.state import ReplicaRef, TopicPartition
 from tests.wait import wait_until
 
 pytestmark = pytest.mark.slow
@@ -102,7 +104,8 @@ def test_the_move_and_the_trigger(incident: Incident) -> None:
         )
         for b in replicas
     }
-    moves = {(TOPIC, partition, b): d for b, d in destinations.items()}
+    tp = TopicPartition(TOPIC, partition)
+    moves = {ReplicaRef(b, tp): d for b, d in destinations.items()}
 
     client = kafka_admin(incident)
     try:
@@ -113,13 +116,13 @@ def test_the_move_and_the_trigger(incident: Incident) -> None:
         if state.kafka_version != "2.8":
             # The restarted broker refused every LeaderAndIsr since it started: its replica has
             # no log to move (Partition.maybeCreateFutureReplica needs one).
-            refused = (TOPIC, partition, incident.result.restarted_broker)
+            refused = ReplicaRef(incident.result.restarted_broker, tp)
             assert answers.pop(refused) == "REPLICA_NOT_AVAILABLE"
             del moves[refused]
         assert set(answers.values()) == {None}
 
         def moved() -> bool:
-            found = places(client.log_dirs(replicas, [(TOPIC, partition)]))
+            found = places(client.log_dirs(replicas, [tp]))
             return {k: (found[k].log_dir, found[k].future_dir) for k in moves if k in found} == {
                 k: (d, None) for k, d in moves.items()
             }
@@ -132,8 +135,8 @@ def test_the_move_and_the_trigger(incident: Incident) -> None:
             # then the old one away (LogManager.replaceCurrentWithFutureLog): until then the
             # broker has two.
             return all(
-                on_disk(incident, b, partition) == [Path(d) / f"{TOPIC}-{partition}"]
-                for (_, _, b), d in moves.items()
+                on_disk(incident, r.broker, partition) == [Path(d) / f"{TOPIC}-{partition}"]
+                for r, d in moves.items()
             )
 
         wait_until(
@@ -143,14 +146,14 @@ def test_the_move_and_the_trigger(incident: Incident) -> None:
         )
         # The move is the broker's own business: nothing changed in ZooKeeper.
         assert partition_states(zk, TOPIC, [partition])[partition] == before[partition]
-        swapped = {file_id(replica_dir(incident, b, partition)) for _, _, b in moves}
+        swapped = {file_id(replica_dir(incident, r.broker, partition)) for r in moves}
         if state.kafka_version == "2.8":
             assert swapped == {None}  # no partition.metadata in the new directories
         else:
             assert swapped == {old}  # the future log inherited it (KAFKA-12426)
 
         # The trigger: a reassignment to the very same replica list.
-        assert client.reassign({(TOPIC, partition): replicas}) == {(TOPIC, partition): None}
+        assert client.reassign({tp: replicas}) == {tp: None}
         if state.kafka_version == "2.8":
 
             def healed() -> bool:
@@ -204,11 +207,16 @@ def test_what_a_broker_refuses_to_move(incident: Incident) -> None:
     try:
         answers = client.alter_replica_log_dirs(
             {
-                (TOPIC, partition, broker): "/nowhere/kafka-logs",
-                ("no-such-topic", 0, broker): state.broker(broker).log_dirs[0],
+                ReplicaRef(broker, TopicPartition(TOPIC, partition)): "/nowhere/kafka-logs",
+                ReplicaRef(broker, TopicPartition("no-such-topic", 0)): (
+                    state.broker(broker).log_dirs[0]
+                ),
             }
         )
     finally:
         client.close()
-    assert answers[(TOPIC, partition, broker)] == "LOG_DIR_NOT_FOUND"
-    assert answers[("no-such-topic", 0, broker)] == "UNKNOWN_TOPIC_OR_PARTITION"
+    assert answers[ReplicaRef(broker, TopicPartition(TOPIC, partition))] == "LOG_DIR_NOT_FOUND"
+    assert (
+        answers[ReplicaRef(broker, TopicPartition("no-such-topic", 0))]
+        == "UNKNOWN_TOPIC_OR_PARTITION"
+    )
