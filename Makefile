@@ -14,7 +14,7 @@ DEMO_DIR ?= .sandbox/demo
 APT_PACKAGES := zookeeper openssh-server busybox gawk original-awk chromium chromium-driver \
 	docker-compose shellcheck sudo
 
-.PHONY: help setup system venv spark-archive kafka-jars lint typecheck unit test fault-table demo bench dist clean matrix
+.PHONY: help setup system venv spark-archive kafka-jars lint typecheck unit test fault-table duck-sql demo bench dist clean matrix
 
 help:
 	@echo "make setup   install system packages, .venv, Spark's class-data archive and real Kafka's jars (idempotent)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench   run the benchmarks in bench/"
 	@echo "make dist    build the wheel and the source archive into dist/ (pip install 'dist/remediate-*.whl[spark]')"
 	@echo "make fault-table  run the fault tests and write their table into docs/faults.md"
+	@echo "make duck-sql     write the embedded engine's queries transpiled from the rules"
 	@echo "make matrix  the incident and the repair on all 13 ZooKeeper-mode releases: docs/compatibility.md"
 
 setup: system venv spark-archive kafka-jars
@@ -90,6 +91,11 @@ test:
 	status=$$?; end=$$(date +%s); \
 	echo "make test: setup, lint and types $$((checked - start)) s, the suite $$((end - checked)) s, in all $$((end - start)) s (budget: 2400 s)"; \
 	exit $$status
+
+# Writes the embedded engine's queries transpiled from the rules (remediate/scan/duck_sql.py):
+# after a change of remediate/scan/rules.py or of sqlglot (tests/scan/test_duck_sql.py says so).
+duck-sql: setup
+	$(BIN)/python -m remediate.scan.duck
 
 # Runs the @fault tests and, when every one passes, rewrites the fault table.
 fault-table: setup

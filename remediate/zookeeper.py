@@ -91,6 +91,12 @@ class ZkSettings:
     session_timeout_s: float = 10.0
     auth: ZkAuth | None = None
     tls: ZkTls | None = None
+    # How long `connect` waits for the session by default; None: the session timeout.
+    connect_timeout_s: float | None = None
+
+    @property
+    def connect_within_s(self) -> float:
+        return self.connect_timeout_s or self.session_timeout_s
 
 
 def make_client(settings: ZkSettings) -> KazooClient:
@@ -122,7 +128,7 @@ def make_client(settings: ZkSettings) -> KazooClient:
 
 
 @contextmanager
-def session(settings: ZkSettings, *, timeout: float = 15.0) -> Iterator[KazooZooKeeper]:
+def session(settings: ZkSettings, *, timeout: float | None = None) -> Iterator[KazooZooKeeper]:
     """A connected session for the `with` block, closed after it."""
     zk = connect(settings, timeout=timeout)
     try:
@@ -131,14 +137,17 @@ def session(settings: ZkSettings, *, timeout: float = 15.0) -> Iterator[KazooZoo
         zk.close()
 
 
-def connect(settings: ZkSettings, *, timeout: float = 15.0) -> KazooZooKeeper:
-    """A started client whose session has answered a read.
+def connect(settings: ZkSettings, *, timeout: float | None = None) -> KazooZooKeeper:
+    """A started client whose session has answered a read, within `timeout` (by default the
+    settings' connect timeout).
 
     kazoo reports the session as connected before SASL authentication has finished, and a
     refused login only shows at the first request (AuthFailedError, or a closed connection
     when the server enforces SASL), so one read of `/` proves the session before anything
     relies on it.
     """
+    if timeout is None:
+        timeout = settings.connect_within_s
     client = make_client(settings)
     try:
         client.start(timeout=timeout)

@@ -3,12 +3,13 @@ change ticket."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import click
 
-from remediate.cli.common import config_option
+from remediate.cli.common import config_option, json_option
 from remediate.config import load_cluster_config
 from remediate.execute.journal import run_or_latest
 from remediate.report.files import (
@@ -16,6 +17,7 @@ from remediate.report.files import (
     load_report,
     render_html,
     render_markdown,
+    report_json,
     write_report,
 )
 
@@ -37,16 +39,28 @@ from remediate.report.files import (
     show_default=True,
     help="A self-contained HTML page or Markdown.",
 )
-def report(config_path: Path, run_id: str | None, output: Path | None, fmt: str) -> int:
+@json_option
+def report(
+    config_path: Path, run_id: str | None, output: Path | None, fmt: str, as_json: bool
+) -> int:
     """Write a run's report from its journal: timeline, health, plan, approvals, gates, backups.
 
     HTML goes to <journal_dir>/<run id>/report.html unless -o says otherwise, and its path is
-    printed; markdown goes to stdout unless -o is given.
+    printed; markdown goes to stdout unless -o is given. With --json, what the report is made
+    of as one JSON document on stdout (or in -o's file), whatever --format says.
     """
     config = load_cluster_config(config_path)
     root = Path(config.journal_dir)
     chosen = run_or_latest(root, run_id)
     loaded = load_report(root, chosen)
+    if as_json:
+        text = json.dumps(report_json(loaded), indent=2) + "\n"
+        if output is None:
+            sys.stdout.write(text)
+            return 0
+        write_report(output, text)
+        sys.stdout.write(f"{output}\n")
+        return 0
     if fmt == "markdown":
         text = render_markdown(loaded)
         if output is None:

@@ -17,7 +17,9 @@ from remediate.cli.common import (
     status_line,
 )
 from remediate.config import load_cluster_config
+from remediate.errors import RemediationError
 from remediate.execute import failpoints
+from remediate.exit_codes import EXIT_UNKNOWN
 from remediate.preflight import EVENT as KRAFT_MIGRATION
 from remediate.scan.findings import SEVERITY_RANK, ScanReport
 from remediate.scan.kinds import FindingKind, Severity
@@ -194,8 +196,32 @@ def check(
 ) -> int:
     """Monitoring form of scan: one line and Nagios exit codes.
 
-    0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (any error of the check itself).
+    0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (any error of the check itself: its one line says
+    `UNKNOWN: <why>`, with --json a document whose status is UNKNOWN). ZooKeeper or a broker
+    out of reach ends it within cluster.yaml's connect and session timeouts.
     """
+    try:
+        return _check(config_path, spark_master, engine, before, as_json)
+    except (RemediationError, click.UsageError) as exc:
+        # A probe always says something: Nagios shows the first line of stdout, a JSON
+        # consumer reads one document.
+        why = exc.format_message() if isinstance(exc, click.UsageError) else str(exc)
+        click.echo(f"error: {why}", err=True)
+        if as_json:
+            document = {"status": "UNKNOWN", "exit_code": EXIT_UNKNOWN, "error": why}
+            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        else:
+            click.echo(f"UNKNOWN: {' '.join(why.split())}")
+        return EXIT_UNKNOWN
+
+
+def _check(
+    config_path: Path | None,
+    spark_master: str | None,
+    engine: str,
+    before: str | None,
+    as_json: bool,
+) -> int:
     failpoints.hit("command:check")
     if config_path is None:
         raise click.UsageError("give -c cluster.yaml")

@@ -51,7 +51,11 @@ def zk_settings(config: ClusterConfig) -> ZkSettings:
             verify_hostname=zk.tls.verify_hostname,
         )
     return ZkSettings(
-        connect=zk.connect, session_timeout_s=zk.session_timeout_s, auth=auth, tls=tls
+        connect=zk.connect,
+        session_timeout_s=zk.session_timeout_s,
+        auth=auth,
+        tls=tls,
+        connect_timeout_s=zk.connect_timeout_s,
     )
 
 

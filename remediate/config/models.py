@@ -144,6 +144,9 @@ class ZooKeeperConfig(_Model):
 
     connect: ZooKeeperConnect
     session_timeout_s: SessionTimeout = 10.0
+    # How long to wait for a session to be set up (its first answer included); by default the
+    # session timeout: ZooKeeper out of reach is an error after it, never a hang.
+    connect_timeout_s: ConnectTimeout | None = None
     auth: ZooKeeperAuth | None = None
     tls: ZooKeeperTls | None = None
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
 from pathlib import Path
+from typing import Any
 
 from remediate.execute.journal import Journal
 from remediate.report.html import report_html
@@ -36,6 +39,26 @@ def render_html(report: RunReport) -> str:
 
 def render_markdown(report: RunReport) -> str:
     return report_markdown(report)
+
+
+def report_json(report: RunReport) -> dict[str, Any]:
+    """What the report is made of, as JSON: every field of the run's report (plain data read
+    from its journal), with its duration."""
+    plain = _plain(report)
+    assert isinstance(plain, dict)
+    return {**plain, "duration_s": round(report.duration_s, 3)}
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON's types: a dataclass as its fields, a mapping with text keys, a tuple as
+    a list (dataclasses.asdict copies mappings whole, and the report's are read-only views)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def write_report(path: Path, text: str) -> Path:

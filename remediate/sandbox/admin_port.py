@@ -32,7 +32,7 @@ class SandboxAdmin:
         self._owned = owned
 
     @classmethod
-    def connect(cls, settings: ZkSettings, *, timeout: float = 15.0) -> SandboxAdmin:
+    def connect(cls, settings: ZkSettings, *, timeout: float | None = None) -> SandboxAdmin:
         """With a ZooKeeper session of its own, opened as every other one is: through the
         cluster's TLS and login where cluster.yaml has them (the emulated brokers answer
         through ZooKeeper, so its port is the one the operator's config names)."""

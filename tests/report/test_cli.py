@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,22 @@ def test_markdown_goes_to_stdout_or_to_o(config: Path, tmp_path: Path) -> None:
     written = run_cli("report", "-c", str(config), "--format", "markdown", "-o", str(target))
     assert written.returncode == 0 and written.stdout == f"{target}\n"
     assert target.read_text() == done.stdout
+
+
+def test_json_is_one_document_of_what_the_report_is_made_of(config: Path, tmp_path: Path) -> None:
+    run = write_run(tmp_path / "journal", RESTART)
+    done = run_cli("report", "-c", str(config), "--run", RUN, "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["run_id"] == RUN and document["cluster"] == "prod-eu-1"
+    assert document["duration_s"] >= 0
+    assert [s["kind"] for s in document["steps"]] == ["restart"]
+    assert document["actions"] and {"key", "outcome", "started"} <= set(document["actions"][0])
+    assert not (run / "report.html").exists()
+    target = tmp_path / "report.json"
+    written = run_cli("report", "-c", str(config), "--run", RUN, "--json", "-o", str(target))
+    assert written.returncode == 0 and written.stdout == f"{target}\n"
+    assert json.loads(target.read_text()) == document
 
 
 @pytest.mark.parametrize(
