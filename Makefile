@@ -21,7 +21,7 @@ help:
 	@echo "make demo    start the sandbox, reproduce the incident, scan, plan, fix, check"
 	@echo "make test    setup, ruff, mypy (strict) and the whole test suite, side by side (TEST_WORKERS=3)"
 	@echo "make bench   run the benchmarks in bench/"
-	@echo "make dist    build the wheel and the source archive into dist/ (pip install 'dist/remediate-*.whl[spark]')"
+	@echo "make dist    build the wheel and the source archive into dist/ (pip install 'dist/kafka_topicid_remediate-*.whl[spark]')"
 	@echo "make fault-table  run the fault tests and write their table into docs/faults.md"
 	@echo "make duck-sql     write the embedded engine's queries transpiled from the rules"
 	@echo "make matrix  the incident and the repair on all 13 ZooKeeper-mode releases: docs/compatibility.md"
@@ -54,10 +54,10 @@ spark-archive: venv
 kafka-jars: venv
 	@$(BIN)/remediate sandbox fetch-kafka
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $@
 
 LINT_PATHS := remediate tests stubs $(wildcard bench) lab
@@ -130,14 +130,19 @@ bench: setup
 
 # The wheel an operator installs (README.md, "Install"), and the source archive it is built
 # from; `build` (a dev extra) builds both, each in a fresh environment.
-dist: venv
+# The wheel and the source archive, built in a small venv of their own (.build-venv: the
+# `build` frontend alone), not the development environment.
+BUILD_VENV = .build-venv
+dist:
+	test -x $(BUILD_VENV)/bin/python || $(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/pip install -q --disable-pip-version-check -c constraints.txt build
 	rm -rf dist
-	$(BIN)/python -m build --outdir dist .
+	$(BUILD_VENV)/bin/python -m build --outdir dist .
 	@ls dist
 
 clean:
 	-@for dir in .sandbox/*/; do [ -f "$$dir/sandbox.json" ] && $(BIN)/remediate sandbox down --dir "$$dir"; done
-	rm -rf .sandbox .pytest_cache .mypy_cache .ruff_cache dist build
+	rm -rf .sandbox .pytest_cache .mypy_cache .ruff_cache dist build $(BUILD_VENV)
 
 # The compatibility matrix: every ZooKeeper-mode release, one and two log dirs, on real brokers
 # (lab/compatibility.py); writes docs/compatibility.md.

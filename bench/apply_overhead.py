@@ -137,7 +137,12 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         config_path = directory / "cluster.yaml"
 
         playbook = yaml.safe_load(
-            (Path(__file__).resolve().parents[1] / "playbooks" / "rolling-restart.yaml").read_text()
+            (
+                Path(__file__).resolve().parents[1]
+                / "remediate"
+                / "playbooks"
+                / "rolling-restart.yaml"
+            ).read_text()
         )
         playbook["gates"]["stability_window_s"] = 0
         playbook_path = work / "rolling-restart.yaml"

@@ -2,14 +2,13 @@
 
 A playbook names the files and partitions it acts on, the brokers it applies to, and its
 steps from a small fixed vocabulary; the executor interprets the vocabulary and runs nothing
-from a playbook as free text. The shipped playbooks live in `playbooks/` at the top of the
-project (installed under `share/remediate/playbooks`).
+from a playbook as free text. The shipped playbooks live in `remediate/playbooks/`, package
+data of the wheel.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -224,8 +223,9 @@ SEARCH_ENV = "REMEDIATE_PLAYBOOKS"
 def search_path() -> list[Path]:
     """Where playbooks are found by name: $REMEDIATE_PLAYBOOKS, the project, the install."""
     paths = [Path(p) for p in os.environ.get(SEARCH_ENV, "").split(os.pathsep) if p]
-    paths.append(Path(__file__).resolve().parent.parent / "playbooks")
-    paths.append(Path(sys.prefix) / "share" / "remediate" / "playbooks")
+    # Shipped inside the package, so found however it is installed (a venv, --user,
+    # --prefix, a checkout).
+    paths.append(Path(__file__).resolve().parent / "playbooks")
     return paths
 
 

@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name
 PROJECT = Path(__file__).resolve().parents[1]
 # What the source archive holds (pyproject.toml, MANIFEST): the wheel is built from a copy
 # of it, so that the checkout gets no build/ directory.
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "remediate", "playbooks")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "remediate")
 
 
 def build_wheel(tmp: Path) -> Path:
@@ -43,7 +43,7 @@ def build_wheel(tmp: Path) -> Path:
         timeout=300,
     )
     assert built.returncode == 0, built.stderr[-3000:]
-    (wheel,) = wheels.glob("remediate-*.whl")
+    (wheel,) = wheels.glob("kafka_topicid_remediate-*.whl")
     return wheel
 
 

@@ -33,7 +33,8 @@ from remediate.workflows import build_plan, refused, unaccepted, write_plan
     "playbook_name",
     default="topicid-mismatch",
     show_default=True,
-    help="The playbook the steps follow (playbooks/NAME.yaml).",
+    help="The playbook the steps follow: a name (remediate/playbooks/NAME.yaml, or one on"
+    " $REMEDIATE_PLAYBOOKS) or a file.",
 )
 @click.option(
     "-o",

@@ -35,7 +35,7 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # Lines the driver JVM prints on stderr at start-up that carry nothing for the user.
 JVM_NOISE = ("WARNING: Using incubator modules:",)
 # What installs Spark for `scan`, `plan` and `fix` (pyproject.toml's `spark` extra).
-SPARK_INSTALL = "pip install 'remediate[spark]'"
+SPARK_INSTALL = "pip install 'kafka-topicid-remediate[spark]'"
 
 
 def require_pyspark() -> None:

@@ -23,7 +23,7 @@ from remediate.playbook import load_playbook, parse_playbook
 from tests.execute.sandbox_tools import run_cli
 
 AREA = "Bad input"
-SHIPPED = Path(__file__).resolve().parents[2] / "playbooks" / "topicid-mismatch.yaml"
+SHIPPED = Path(__file__).resolve().parents[2] / "remediate" / "playbooks" / "topicid-mismatch.yaml"
 
 
 # One row of the fault table (docs/faults.md), proved by the field rules and the file checks.

@@ -292,7 +292,7 @@ def test_a_replica_move_is_ordered_and_frozen() -> None:
     assert sorted([ReplicaMove(2, T0, "/a", "/b", 1), move])[0] == move
 
 
-MOVES_FILE = Path(__file__).resolve().parents[2] / "playbooks" / "move-replicas.yaml"
+MOVES_FILE = Path(__file__).resolve().parents[2] / "remediate" / "playbooks" / "move-replicas.yaml"
 
 
 @pytest.mark.parametrize(

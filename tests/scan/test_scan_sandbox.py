@@ -187,7 +187,7 @@ def test_the_wheel_alone_checks_the_sandbox_and_names_the_spark_extra(
         refused = run(command)
         assert refused.returncode == 3, refused.stdout[-2000:] + refused.stderr[-2000:]
         assert refused.stdout == "" and refused.stderr.count("\n") == 1, refused.stderr[-3000:]
-        assert "pip install 'remediate[spark]'" in refused.stderr
+        assert "pip install 'kafka-topicid-remediate[spark]'" in refused.stderr
     # On the embedded engine the plan needs no PySpark either.
     planned = run("plan", "--engine", "duckdb", "--json")
     assert planned.returncode in (0, 6), planned.stdout[-2000:] + planned.stderr[-2000:]

@@ -48,7 +48,7 @@ def test_without_pyspark_a_spark_session_is_refused_before_it_starts(
         with pytest.raises(SparkNotInstalledError) as refused:
             start()
         said = str(refused.value)
-        assert "\n" not in said and "pip install 'remediate[spark]'" in said
+        assert "\n" not in said and "pip install 'kafka-topicid-remediate[spark]'" in said
 
 
 # Each case in a process of its own: a BackgroundSession starts and stops its own SparkContext.
