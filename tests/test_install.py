@@ -78,7 +78,18 @@ def test_an_install_with_prefix_finds_its_playbooks(
     wheel: Path, dependencies: Path, tmp_path: Path
 ) -> None:
     prefix = tmp_path / "prefix"
-    install = [*PIP, "install", "--no-deps", "--no-index", "--prefix", str(prefix), str(wheel)]
+    # --ignore-installed: pip would otherwise uninstall this environment's own install of the
+    # project (the checkout's) before installing it under the prefix.
+    install = [
+        *PIP,
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--ignore-installed",
+        "--prefix",
+        str(prefix),
+        str(wheel),
+    ]
     run([sys.executable, *install], tmp_path)
     (site,) = prefix.glob("lib/python3*/site-packages")
     # -S: none of this environment's site-packages (the checkout's editable install).
