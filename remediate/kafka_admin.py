@@ -40,12 +40,17 @@ class Security:
     sasl_mechanism: str | None = None  # PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
     username: str | None = None
     password: str | None = None
+    # The broker's certificate must name the address it is reached at (Kafka's default).
+    check_hostname: bool = True
 
     def client_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"security_protocol": self.protocol}
         if self.protocol in ("SSL", "SASL_SSL"):
             config.update(
-                ssl_cafile=self.ca_file, ssl_certfile=self.cert_file, ssl_keyfile=self.key_file
+                ssl_cafile=self.ca_file,
+                ssl_certfile=self.cert_file,
+                ssl_keyfile=self.key_file,
+                ssl_check_hostname=self.check_hostname,
             )
         if self.protocol.startswith("SASL"):
             config.update(

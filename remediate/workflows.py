@@ -211,6 +211,7 @@ def kafka_admin(config: ClusterConfig, state: ClusterState) -> KafkaAdmin:
         sasl_mechanism=kafka.sasl.mechanism if kafka.sasl is not None else None,
         username=kafka.sasl.username if kafka.sasl is not None else None,
         password=password.get_secret_value() if password is not None else None,
+        check_hostname=kafka.tls.verify_hostname if kafka.tls is not None else True,
     )
     bootstrap = bootstrap_servers(state.brokers, kafka.listener, kafka.bootstrap)
     if not bootstrap:

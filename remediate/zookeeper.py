@@ -34,6 +34,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat as KazooStat
 from kazoo.recipe.lock import Lock
+from kazoo.security import ACL, Id, Permissions, make_digest_acl
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -93,10 +94,30 @@ class ZkSettings:
     tls: ZkTls | None = None
     # How long `connect` waits for the session by default; None: the session timeout.
     connect_timeout_s: float | None = None
+    # Identities (scheme:id, e.g. "sasl:kafka") given all rights to the znodes the tool
+    # creates, beside its own.
+    acl_also: tuple[str, ...] = ()
 
     @property
     def connect_within_s(self) -> float:
         return self.connect_timeout_s or self.session_timeout_s
+
+
+def own_acl(auth: ZkAuth | None, also: Sequence[str] = ()) -> list[ACL] | None:
+    """The ACL of every znode the tool creates (its lock, its journal's copy): all rights to
+    its own identity and to each of `also`, nobody else any. None where the tool logs in as
+    nobody: ZooKeeper's open ACL, the only one such a client could use again."""
+    if auth is None:
+        return None
+    if auth.scheme == "digest":
+        own = make_digest_acl(auth.username, auth.password or "", all=True)
+    else:
+        own = ACL(Permissions.ALL, Id("sasl", auth.username))
+    extra = []
+    for identity in also:
+        scheme, _, name = identity.partition(":")
+        extra.append(ACL(Permissions.ALL, Id(scheme, name)))
+    return [own, *extra]
 
 
 def make_client(settings: ZkSettings) -> KazooClient:
@@ -115,6 +136,7 @@ def make_client(settings: ZkSettings) -> KazooClient:
             if settings.auth.password is not None:
                 sasl["password"] = settings.auth.password
             kwargs["sasl_options"] = sasl
+        kwargs["default_acl"] = own_acl(settings.auth, settings.acl_also)
     if settings.tls is not None:
         kwargs.update(
             use_ssl=True,

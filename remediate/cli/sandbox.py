@@ -15,7 +15,7 @@ from remediate.cli.common import console
 from remediate.errors import SandboxError
 from remediate.sandbox import admin, clients, cluster, legacy_admin
 from remediate.sandbox.migration import run as migration
-from remediate.sandbox.real import class_archive, jvm_broker, kafka_jars, releases
+from remediate.sandbox.real import class_archive, jvm_broker, kafka_jars, releases, security
 from remediate.sandbox.reproduce import IncidentStep, reproduce
 
 DEFAULT_DIR = ".sandbox"
@@ -114,6 +114,15 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
     " controlled-shutdown retries and ZooKeeper session, a leaner JVM (docs/sandbox.md). The"
     " emulator's timers are its own.",
 )
+@click.option(
+    "--kafka-security",
+    type=click.Choice([s.value for s in security.KafkaSecurity]),
+    default=security.KafkaSecurity.PLAINTEXT.value,
+    show_default=True,
+    help="Real brokers' listeners, the brokers' own included: plaintext, ssl (mTLS: client"
+    " certificates required) or sasl_ssl (SCRAM-SHA-512 over TLS). The sandbox makes the CA,"
+    " the certificates and the SCRAM users (DIR/tls/) and cluster.yaml's kafka section.",
+)
 @json_option
 def up(
     directory: Path,
@@ -125,6 +134,7 @@ def up(
     log_recovery_ms: int,
     broker_properties: tuple[str, ...],
     tuning: str,
+    kafka_security: str,
     as_json: bool,
 ) -> None:
     """Start ZooKeeper and the brokers; write DIR/cluster.yaml. Safe to run twice."""
@@ -150,6 +160,7 @@ def up(
             ssh=ssh,
             properties=properties or None,
             tuning=jvm_broker.Tuning(tuning),
+            kafka_security=security.KafkaSecurity(kafka_security),
         )
     _show_status(directory, as_json)
 

@@ -56,6 +56,7 @@ def zk_settings(config: ClusterConfig) -> ZkSettings:
         auth=auth,
         tls=tls,
         connect_timeout_s=zk.connect_timeout_s,
+        acl_also=zk.acl_also,
     )
 
 

@@ -323,6 +323,16 @@ ZooKeeperUser = Annotated[
         matching(r"[^\s\x00-\x1f\x7f:]{1,256}", "a non-empty user name without white space or ':'")
     ),
 ]
+ZooKeeperIdentity = Annotated[
+    str,
+    BeforeValidator(
+        matching(
+            r"(sasl|digest|x509|ip):[^\s\x00-\x1f\x7f]{1,512}",
+            "a ZooKeeper identity, scheme:id (sasl:kafka, digest:kafka:<base64 sha1>, x509:<DN>,"
+            " ip:<address>)",
+        )
+    ),
+]
 EnvName = Annotated[
     str,
     BeforeValidator(

@@ -45,6 +45,7 @@ from remediate.config.fields import (
     StartTimeout,
     StopTimeout,
     ZooKeeperConnect,
+    ZooKeeperIdentity,
     ZooKeeperUser,
     context,
     split_connect,
@@ -148,6 +149,10 @@ class ZooKeeperConfig(_Model):
     # session timeout: ZooKeeper out of reach is an error after it, never a hang.
     connect_timeout_s: ConnectTimeout | None = None
     auth: ZooKeeperAuth | None = None
+    # Who else gets all rights to the znodes the tool creates (its lock, its journal's copy),
+    # as ZooKeeper names identities: "sasl:kafka", "digest:kafka:<base64 sha1>". The tool's
+    # own identity (auth) always has them; nobody else any.
+    acl_also: tuple[ZooKeeperIdentity, ...] = ()
     tls: ZooKeeperTls | None = None
 
     @property

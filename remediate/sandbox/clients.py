@@ -7,7 +7,7 @@ shape (records.py), so reproduce, the CLI and the tests never ask which.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol, TextIO
 
 from kazoo.client import KazooClient
@@ -100,8 +100,10 @@ class EmulatedClient:
 class RealClient:
     """confluent-kafka against the sandbox's real brokers."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, settings: Mapping[str, str] | None = None) -> None:
         self.bootstrap = bootstrap
+        # librdkafka's settings for a secured listener (security protocol, TLS, SASL).
+        self.settings = dict(settings or {})
 
     def produce(
         self,
@@ -127,6 +129,7 @@ class RealClient:
             retries=retries,
             timeout_ms=timeout_ms,
             acked_log=acked_log,
+            settings=self.settings,
         )
 
     def consume(
@@ -134,18 +137,22 @@ class RealClient:
     ) -> tuple[list[ConsumedRecord], dict[int, str]]:
         from remediate.sandbox.real import kafka_client  # noqa: PLC0415
 
-        return kafka_client.consume(self.bootstrap, topic, timeout=timeout, refused_by=refused_by)
+        return kafka_client.consume(
+            self.bootstrap, topic, timeout=timeout, refused_by=refused_by, settings=self.settings
+        )
 
     def producer(self, *, acks: int = -1, timeout_ms: int = 5000) -> RecordSender:
         from remediate.sandbox.real import kafka_client  # noqa: PLC0415
 
-        return kafka_client.RealProducer(self.bootstrap, acks=acks, timeout_ms=timeout_ms)
+        return kafka_client.RealProducer(
+            self.bootstrap, acks=acks, timeout_ms=timeout_ms, settings=self.settings
+        )
 
     def serves_partitions(self, topic: str, count: int) -> bool:
         from remediate.sandbox.real import kafka_client  # noqa: PLC0415
 
         return all(
-            kafka_client.partition_count(address, topic) == count
+            kafka_client.partition_count(address, topic, settings=self.settings) == count
             for address in self.bootstrap.split(",")
         )
 
@@ -154,4 +161,6 @@ def for_sandbox(state: SandboxState, zk: KazooClient) -> SandboxClient:
     """The client that speaks to the sandbox's brokers (`zk` is its ZooKeeper)."""
     if state.real_kafka is None:
         return EmulatedClient(zk)
-    return RealClient(",".join(f"{b.host}:{b.port}" for b in state.brokers))
+    return RealClient(
+        ",".join(f"{b.host}:{b.port}" for b in state.brokers), state.client_settings()
+    )

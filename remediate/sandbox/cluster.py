@@ -43,7 +43,7 @@ from remediate.sandbox.emulated.config import (
     write_server_properties,
 )
 from remediate.sandbox.plumbing import process, sshd, zkserver
-from remediate.sandbox.real import class_archive, jvm_broker, kafka_jars, releases
+from remediate.sandbox.real import class_archive, jvm_broker, kafka_jars, releases, security
 
 BROKER_MARKER = "remediate.sandbox.emulated.broker"
 ZOOKEEPER_MARKER = "QuorumPeerMain"
@@ -97,6 +97,20 @@ class SandboxState:
     migration: str | None = None
     # How real brokers are tuned (jvm_broker.Tuning); the emulator keeps its own timers.
     tuning: str = jvm_broker.Tuning.KAFKA
+    # Kafka's listener: plaintext, or secured (real/security.py: mTLS, SASL_SSL with SCRAM).
+    kafka_security: str = security.KafkaSecurity.PLAINTEXT
+
+    @property
+    def listener_security(self) -> security.KafkaSecurity:
+        return security.KafkaSecurity(self.kafka_security)
+
+    @property
+    def security_files(self) -> security.SecurityFiles:
+        return security.SecurityFiles(Path(self.directory) / security.DIRECTORY)
+
+    def client_settings(self) -> dict[str, str]:
+        """librdkafka's settings for the sandbox's clients on its secured listener."""
+        return security.client_settings(self.listener_security, self.security_files)
 
     @property
     def real_kafka(self) -> releases.KafkaRelease | None:
@@ -397,6 +411,7 @@ def up(
     ssh: bool = False,
     properties: dict[str, str] | None = None,
     tuning: jvm_broker.Tuning | None = None,
+    kafka_security: security.KafkaSecurity = security.KafkaSecurity.PLAINTEXT,
 ) -> SandboxState:
     """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up.
 
@@ -407,17 +422,7 @@ def up(
     (jvm_broker.Tuning; by default `default_tuning()`); the emulator's timers are its own,
     short, either way."""
     directory = directory.resolve()
-    real = releases.release(kafka) if kafka.startswith("real-") else None
-    if real is None and kafka != jvm_broker.EMULATED:
-        raise SandboxError(
-            f"--kafka must be {jvm_broker.EMULATED} or real-<version>, one of"
-            f" {', '.join(releases.VERSIONS)}; not {kafka!r}"
-        )
-    if real is not None:
-        kafka_jars.classpath(real.classpath.name)  # fetched, or say how to fetch it
-        kafka_version = real.rules
-    if kafka_version not in KAFKA_VERSIONS:
-        raise SandboxError(f"--kafka-version must be one of {', '.join(KAFKA_VERSIONS)}")
+    real, kafka_version = _brokers_asked(kafka, kafka_version, kafka_security)
     fresh = not (directory / STATE_FILE).exists()
     if not fresh:
         state = load_state(directory)
@@ -433,43 +438,22 @@ def up(
             ssh=ssh,
             kafka=kafka,
             tuning=tuning or default_tuning(),
+            kafka_security=kafka_security,
         )
         if real is not None:
             jvm_broker.write_log4j(directory / LOG4J_FILE)
+        if kafka_security is not security.KafkaSecurity.PLAINTEXT:
+            hosts = {b: broker_host(b) for b in range(1, brokers + 1)}
+            security.make_material(state.security_files.directory, hosts)
         for broker_id in range(1, brokers + 1):
-            host = broker_host(broker_id)
-            root = broker_dir(directory, broker_id)
-            log_dirs = [str(root / f"data-{n}") for n in range(log_dirs_per_broker)]
-            state.brokers.append(BrokerInfo(broker_id, host, zkserver.free_port(host), log_dirs))
-            root.mkdir(parents=True, exist_ok=True)
-            if real is not None:
-                jvm_broker.write_server_properties(
-                    root / "server.properties",
-                    jvm_broker.server_properties(
-                        broker_id=broker_id,
-                        host=host,
-                        port=state.brokers[-1].port,
-                        log_dirs=[Path(d) for d in log_dirs],
-                        zookeeper_connect=state.zk_connect,
-                        brokers=brokers,
-                        tuning=jvm_broker.Tuning(state.tuning),
-                        overrides=properties,
-                    ),
-                )
-                continue
-            settings = BrokerSettings(
-                broker_id=broker_id,
-                host=host,
-                port=state.brokers[-1].port,
-                log_dirs=tuple(Path(d) for d in log_dirs),
-                zookeeper_connect=state.zk_connect,
-                kafka_version=kafka_version,
-                properties=properties or {},
+            _lay_out_broker(
+                state, broker_id, brokers, log_dirs_per_broker, properties or {}, real=real
             )
-            write_server_properties(root / "server.properties", settings)
         save_state(state)
     try:
         start_zookeeper(directory, state)
+        if state.listener_security is security.KafkaSecurity.SASL_SSL:
+            write_scram_users(state)
         pids = {b.broker_id: start_broker(directory, b.broker_id) for b in state.brokers}
         wait_registered(
             state,
@@ -488,6 +472,90 @@ def up(
             down(directory)
         raise
     return state
+
+
+def write_scram_users(state: SandboxState) -> None:
+    """The SCRAM credentials of the brokers and the tool, in ZooKeeper before any broker
+    starts (a broker reads them all as it starts); kept if there already."""
+    zk = zk_client(state)
+    try:
+        for path, data in security.users_znodes(state.security_files).items():
+            if not zk.exists(path):
+                zk.create(path, data, makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _brokers_asked(
+    kafka: str, kafka_version: str, kafka_security: security.KafkaSecurity
+) -> tuple[releases.KafkaRelease | None, str]:
+    """The real release `kafka` names (None: the emulator) and the rules its sandbox follows,
+    or SandboxError saying what is wrong with the request."""
+    real = releases.release(kafka) if kafka.startswith("real-") else None
+    if real is None and kafka != jvm_broker.EMULATED:
+        raise SandboxError(
+            f"--kafka must be {jvm_broker.EMULATED} or real-<version>, one of"
+            f" {', '.join(releases.VERSIONS)}; not {kafka!r}"
+        )
+    if real is not None:
+        kafka_jars.classpath(real.classpath.name)  # fetched, or say how to fetch it
+        kafka_version = real.rules
+    elif kafka_security is not security.KafkaSecurity.PLAINTEXT:
+        raise SandboxError(
+            f"--kafka-security {kafka_security} needs real brokers (--kafka real-<version>):"
+            " the emulator speaks its own protocol"
+        )
+    if kafka_version not in KAFKA_VERSIONS:
+        raise SandboxError(f"--kafka-version must be one of {', '.join(KAFKA_VERSIONS)}")
+    return real, kafka_version
+
+
+def _lay_out_broker(
+    state: SandboxState,
+    broker_id: int,
+    brokers: int,
+    log_dirs_per_broker: int,
+    properties: dict[str, str],
+    *,
+    real: releases.KafkaRelease | None,
+) -> None:
+    """A new broker's directory, log dirs and server.properties, and its place in `state`."""
+    directory = Path(state.directory)
+    host = broker_host(broker_id)
+    root = broker_dir(directory, broker_id)
+    log_dirs = [str(root / f"data-{n}") for n in range(log_dirs_per_broker)]
+    port = zkserver.free_port(host)
+    state.brokers.append(BrokerInfo(broker_id, host, port, log_dirs))
+    root.mkdir(parents=True, exist_ok=True)
+    if real is None:
+        settings = BrokerSettings(
+            broker_id=broker_id,
+            host=host,
+            port=port,
+            log_dirs=tuple(Path(d) for d in log_dirs),
+            zookeeper_connect=state.zk_connect,
+            kafka_version=state.kafka_version,
+            properties=properties,
+        )
+        write_server_properties(root / "server.properties", settings)
+        return
+    secured = security.broker_properties(
+        state.listener_security, state.security_files, broker_id=broker_id, host=host, port=port
+    )
+    jvm_broker.write_server_properties(
+        root / "server.properties",
+        jvm_broker.server_properties(
+            broker_id=broker_id,
+            host=host,
+            port=port,
+            log_dirs=[Path(d) for d in log_dirs],
+            zookeeper_connect=state.zk_connect,
+            brokers=brokers,
+            tuning=jvm_broker.Tuning(state.tuning),
+            overrides={**secured, **properties},
+        ),
+    )
 
 
 def down(directory: Path) -> list[str]:
@@ -632,7 +700,11 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
         "spark": {"master": "local[2]"},
         # Kafka's admin requests (the repairs that move replicas between log dirs): real
         # brokers at the endpoints they registered, emulated ones over the sandbox's wire.
-        "kafka": {} if state.real_kafka is not None else {"admin": "sandbox"},
+        "kafka": (
+            security.cluster_yaml_kafka(state.listener_security, state.security_files)
+            if state.real_kafka is not None
+            else {"admin": "sandbox"}
+        ),
     }
     if state.ssh:
         ssh_dir = directory / "ssh"

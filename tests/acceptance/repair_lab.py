@@ -23,6 +23,7 @@ from remediate.execute.journal import Journal
 from remediate.execute.steps import StepKey
 from remediate.formats.logdir import PARTITION_METADATA
 from remediate.sandbox import admin, clients, cluster
+from remediate.sandbox.real.security import KafkaSecurity
 from remediate.sandbox.records import Acked
 from remediate.sandbox.reproduce import (
     Incident,
@@ -107,6 +108,7 @@ def reproduce_and_plan(
     properties: dict[str, str] | None = None,
     upgrade_to: str | None = None,
     prepare: Callable[[Path, cluster.SandboxState], None] | None = None,
+    kafka_security: KafkaSecurity = KafkaSecurity.PLAINTEXT,
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
@@ -127,6 +129,7 @@ def reproduce_and_plan(
         kafka=kafka,
         log_dirs_per_broker=log_dirs,
         properties=properties,
+        kafka_security=kafka_security,
     )
     try:
         if prepare is not None:

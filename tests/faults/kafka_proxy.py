@@ -47,8 +47,13 @@ def _shut(*sockets: socket.socket) -> None:
 class KafkaProxy:
     """Listens on `host` (a port of its own) and relays to `upstream`, the broker's listener."""
 
-    def __init__(self, host: str, upstream: tuple[str, int] | None = None) -> None:
+    def __init__(
+        self, host: str, upstream: tuple[str, int] | None = None, *, frames: bool = True
+    ) -> None:
+        """`frames`: read Kafka's frames (to count and hold requests); False relays the bytes
+        as they come, for a listener whose frames are inside TLS."""
         self.upstream = upstream
+        self.frames = frames
         self.requests: Counter[int] = Counter()
         self.held: Counter[int] = Counter()
         self._holding: frozenset[int] = frozenset()
@@ -104,7 +109,8 @@ class KafkaProxy:
                 continue
             with self._lock:
                 self._pairs.append((client, server))
-            threading.Thread(target=self._requests, args=(client, server), daemon=True).start()
+            relay = self._requests if self.frames else self._bytes
+            threading.Thread(target=relay, args=(client, server), daemon=True).start()
             threading.Thread(target=self._answers, args=(server, client), daemon=True).start()
 
     def _requests(self, client: socket.socket, server: socket.socket) -> None:
@@ -123,6 +129,15 @@ class KafkaProxy:
                 if holding:
                     continue
                 server.sendall(head + body)
+        except OSError:
+            pass
+        finally:
+            _shut(client, server)
+
+    def _bytes(self, client: socket.socket, server: socket.socket) -> None:
+        try:
+            while chunk := client.recv(65536):
+                server.sendall(chunk)
         except OSError:
             pass
         finally:

@@ -12,7 +12,7 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from confluent_kafka import (
@@ -40,9 +40,12 @@ def _error_name(error: KafkaError) -> str:
     return str(error.name())
 
 
-def producer_config(bootstrap: str, *, acks: int, timeout_ms: int) -> dict[str, Any]:
+def producer_config(
+    bootstrap: str, *, acks: int, timeout_ms: int, settings: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
+        **(settings or {}),
         "acks": "all" if acks == -1 else str(acks),
         # Idempotence needs acks=all; with it a retried batch is written once, in order.
         "enable.idempotence": acks == -1,
@@ -58,8 +61,17 @@ def producer_config(bootstrap: str, *, acks: int, timeout_ms: int) -> dict[str, 
 class RealProducer:
     """One producer; `send` blocks until the records' delivery reports are in."""
 
-    def __init__(self, bootstrap: str, *, acks: int = -1, timeout_ms: int = 5000) -> None:
-        self.config = producer_config(bootstrap, acks=acks, timeout_ms=timeout_ms)
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        acks: int = -1,
+        timeout_ms: int = 5000,
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = producer_config(
+            bootstrap, acks=acks, timeout_ms=timeout_ms, settings=settings
+        )
         self.timeout_ms = timeout_ms
         self._producer = Producer(self.config)
 
@@ -104,11 +116,17 @@ def _refresh_metadata(producer: Producer, topic: str) -> None:
 
 
 def create_topic(
-    bootstrap: str, topic: str, *, partitions: int, replication: int, timeout: float = 60.0
+    bootstrap: str,
+    topic: str,
+    *,
+    partitions: int,
+    replication: int,
+    timeout: float = 60.0,
+    settings: Mapping[str, str] | None = None,
 ) -> None:
     """Create a topic through the brokers (CreateTopics), as Kafka's admin client does; asked
     again until `timeout` while the controller is not ready for it (a broker just started)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, **_QUIET})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(settings or {}), **_QUIET})
     deadline = time.monotonic() + timeout
     while True:
         futures = admin.create_topics(
@@ -130,12 +148,23 @@ def create_topic(
         time.sleep(0.5)
 
 
-def partitions_of(bootstrap: str, topic: str, *, timeout: float = 10.0) -> list[int]:
+def partitions_of(
+    bootstrap: str,
+    topic: str,
+    *,
+    timeout: float = 10.0,
+    settings: Mapping[str, str] | None = None,
+) -> list[int]:
     """The topic's partitions, as the brokers' metadata has them. A topic just created may be
     unknown to the broker asked for a moment (its metadata is on its way): asked again until
     `timeout`."""
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "remediate-sandbox-metadata", **_QUIET}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "remediate-sandbox-metadata",
+            **(settings or {}),
+            **_QUIET,
+        }
     )
     deadline = time.monotonic() + timeout
     try:
@@ -152,12 +181,14 @@ def partitions_of(bootstrap: str, topic: str, *, timeout: float = 10.0) -> list[
         consumer.close()
 
 
-def partition_count(address: str, topic: str, *, timeout: float = 5.0) -> int | None:
+def partition_count(
+    address: str, topic: str, *, timeout: float = 5.0, settings: Mapping[str, str] | None = None
+) -> int | None:
     """How many partitions of `topic` the broker at `address` shows in its metadata; None if
     it does not answer within `timeout` or does not know the topic. A client that has only
     this broker's address asks it (librdkafka connects to another broker only on demand)."""
     try:
-        return len(partitions_of(address, topic, timeout=timeout))
+        return len(partitions_of(address, topic, timeout=timeout, settings=settings))
     except KafkaException:
         return None
 
@@ -173,12 +204,19 @@ def produce(
     retries: int = 0,
     timeout_ms: int = 5000,
     acked_log: TextIO | None = None,
+    settings: Mapping[str, str] | None = None,
 ) -> ProduceReport:
     """Produce `count` records, keys `<prefix>-<n>`, each to the partition the emulated client
     picks for its key; a record not acknowledged is sent again up to `retries` times."""
-    targets = list(partitions) if partitions is not None else partitions_of(bootstrap, topic)
+    targets = (
+        list(partitions)
+        if partitions is not None
+        else partitions_of(bootstrap, topic, settings=settings)
+    )
     report = ProduceReport(topic)
-    producer = Producer(producer_config(bootstrap, acks=acks, timeout_ms=timeout_ms))
+    producer = Producer(
+        producer_config(bootstrap, acks=acks, timeout_ms=timeout_ms, settings=settings)
+    )
     pending = list(range(count))
     outcomes: dict[int, tuple[KafkaError | None, int, int | None]] = {}
     try:
@@ -234,7 +272,12 @@ def produce(
 
 
 def consume(
-    bootstrap: str, topic: str, *, timeout: float = 10.0, refused_by: Collection[str] = ()
+    bootstrap: str,
+    topic: str,
+    *,
+    timeout: float = 10.0,
+    refused_by: Collection[str] = (),
+    settings: Mapping[str, str] | None = None,
 ) -> tuple[list[ConsumedRecord], dict[int, str]]:
     """Read every partition from its first offset to its end (librdkafka's partition EOF);
     a partition that does not get there within `timeout` is an error, with the last error
@@ -247,6 +290,7 @@ def consume(
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
+            **(settings or {}),
             **_QUIET,
         }
     )
