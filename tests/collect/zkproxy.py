@@ -30,14 +30,14 @@ _INT = struct.Struct("!i")
 _REPLY = struct.Struct("!iqi")  # ReplyHeader: xid, zxid, err
 
 
-def _shut(*sockets: socket.socket) -> None:
+def shut(*sockets: socket.socket) -> None:
     for sock in sockets:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         sock.close()
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
+def read_exactly(sock: socket.socket, size: int) -> bytes | None:
     data = b""
     while len(data) < size:
         chunk = sock.recv(size - len(data))
@@ -110,10 +110,10 @@ class ZkProxy:
         first = True
         try:
             while True:
-                head = _read_exactly(client, 4)
+                head = read_exactly(client, 4)
                 if head is None:
                     break
-                body = _read_exactly(client, _INT.unpack(head)[0])
+                body = read_exactly(client, _INT.unpack(head)[0])
                 if body is None:
                     break
                 if not first:
@@ -134,7 +134,7 @@ class ZkProxy:
         except OSError:
             pass
         finally:
-            _shut(client, server)
+            shut(client, server)
 
     def _answers(
         self,
@@ -144,8 +144,8 @@ class ZkProxy:
         doomed: set[int],
     ) -> None:
         try:
-            while (head := _read_exactly(server, 4)) is not None:
-                body = _read_exactly(server, _INT.unpack(head)[0])
+            while (head := read_exactly(server, 4)) is not None:
+                body = read_exactly(server, _INT.unpack(head)[0])
                 if body is None:
                     break
                 if _INT.unpack_from(body)[0] in doomed:
@@ -157,7 +157,7 @@ class ZkProxy:
         except OSError:
             pass
         finally:
-            _shut(client, server)
+            shut(client, server)
 
 
 def multi_operations(body: bytes) -> list[int]:

@@ -287,10 +287,16 @@ class ApplyLab:
         )
 
     def start_rollback(self, run_id: str, *, failpoints: str = "") -> subprocess.Popen[str]:
+        return self._start_on_run("rollback", run_id, failpoints)
+
+    def start_resume(self, run_id: str, *, failpoints: str = "") -> subprocess.Popen[str]:
+        return self._start_on_run("resume", run_id, failpoints)
+
+    def _start_on_run(self, command: str, run_id: str, failpoints: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
             [
                 str(Path(sys.executable).parent / "remediate"),
-                *("rollback", "-c", str(self.config), "--run", run_id, "--json"),
+                *(command, "-c", str(self.config), "--run", run_id, "--json"),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -340,18 +346,6 @@ class ApplyLab:
             except ValueError:
                 continue  # a torn last line: the crash came in the middle of a write
         return Run(exit_code, stdout, stderr, run.name, records)
-
-    def start_resume(self, run_id: str, *, failpoints: str = "") -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "remediate"),
-                *("resume", "-c", str(self.config), "--run", run_id, "--json"),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_environment(failpoints),
-        )
 
     def resume(self, run_id: str, *, failpoints: str = "") -> Run:
         resumed = subprocess.run(

@@ -11,11 +11,12 @@ the client sends is a framed request. Answers are relayed as they come.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import struct
 import threading
 from collections import Counter
+
+from tests.collect.zkproxy import read_exactly, shut
 
 _SIZE = struct.Struct("!i")
 _KEY = struct.Struct("!h")
@@ -25,23 +26,6 @@ DESCRIBE_LOG_DIRS = 35
 ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_CONFIGS = 32
 API_VERSIONS = 18
-
-
-def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
-
-
-def _shut(*sockets: socket.socket) -> None:
-    for sock in sockets:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-        sock.close()
 
 
 class KafkaProxy:
@@ -83,7 +67,7 @@ class KafkaProxy:
             stuck = [pair for pair in self._pairs if pair[0] in self._stuck]
             self._stuck.clear()
         for client, server in stuck:
-            _shut(client, server)
+            shut(client, server)
 
     def close(self) -> None:
         self._closed = True
@@ -91,7 +75,7 @@ class KafkaProxy:
         with self._lock:
             pairs = list(self._pairs)
         for client, server in pairs:
-            _shut(client, server)
+            shut(client, server)
 
     def _accept(self) -> None:
         while not self._closed:
@@ -100,12 +84,12 @@ class KafkaProxy:
             except OSError:
                 return
             if self.upstream is None:
-                _shut(client)
+                shut(client)
                 continue
             try:
                 server = socket.create_connection(self.upstream)
             except OSError:
-                _shut(client)
+                shut(client)
                 continue
             with self._lock:
                 self._pairs.append((client, server))
@@ -115,8 +99,8 @@ class KafkaProxy:
 
     def _requests(self, client: socket.socket, server: socket.socket) -> None:
         try:
-            while (head := _read_exactly(client, 4)) is not None:
-                body = _read_exactly(client, _SIZE.unpack(head)[0])
+            while (head := read_exactly(client, 4)) is not None:
+                body = read_exactly(client, _SIZE.unpack(head)[0])
                 if body is None:
                     break
                 (key,) = _KEY.unpack_from(body)
@@ -132,7 +116,7 @@ class KafkaProxy:
         except OSError:
             pass
         finally:
-            _shut(client, server)
+            shut(client, server)
 
     def _bytes(self, client: socket.socket, server: socket.socket) -> None:
         try:
@@ -141,7 +125,7 @@ class KafkaProxy:
         except OSError:
             pass
         finally:
-            _shut(client, server)
+            shut(client, server)
 
     def _answers(self, server: socket.socket, client: socket.socket) -> None:
         """The broker's bytes to the client; when the broker closes, the client reads all it
@@ -152,4 +136,4 @@ class KafkaProxy:
                 client.sendall(chunk)
             client.shutdown(socket.SHUT_WR)
         except OSError:
-            _shut(client, server)
+            shut(client, server)
