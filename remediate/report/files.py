@@ -44,8 +44,7 @@ def render_markdown(report: RunReport) -> str:
 def report_json(report: RunReport) -> dict[str, Any]:
     """What the report is made of, as JSON: every field of the run's report (plain data read
     from its journal), with its duration."""
-    plain = _plain(report)
-    assert isinstance(plain, dict)
+    plain = {f.name: _plain(getattr(report, f.name)) for f in fields(report)}
     return {**plain, "duration_s": round(report.duration_s, 3)}
 
 

@@ -217,13 +217,14 @@ def broker_properties(
     if security is KafkaSecurity.PLAINTEXT:
         return {}
     name = security.protocol
+    store_password = files.keystore_password.read_text()
     values = {
         "listeners": f"{name}://{host}:{port}",
         "security.inter.broker.protocol": name,
         "ssl.keystore.type": "PKCS12",
         "ssl.keystore.location": str(files.keystore(broker_id)),
-        "ssl.keystore.password": files.keystore_password.read_text(),
-        "ssl.key.password": files.keystore_password.read_text(),
+        "ssl.keystore.password": store_password,
+        "ssl.key.password": store_password,
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(files.ca),
         # Kafka's default: the peer's certificate must name the address it was reached at.
