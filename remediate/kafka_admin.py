@@ -209,8 +209,13 @@ class KafkaPythonAdmin:
         for topic, partition in partitions:
             wanted.setdefault(topic, []).append(partition)
         found: dict[int, BrokerLogDirs] = {}
+        answers: list[dict[str, Any]] = []
+        # One call per broker: kafka-python sends one request object to every broker it is
+        # given, and the first send fixes its version. In a cluster of two releases a 3.x
+        # broker's version reached a 2.8 broker, which closed the connection.
         with asking("DescribeLogDirs", self._errors):
-            answers = self._client.describe_log_dirs(wanted, brokers=sorted(set(brokers)))
+            for broker in dict.fromkeys(brokers):
+                answers += self._client.describe_log_dirs(wanted, brokers=[broker])
         for answer in answers:
             online: list[str] = []
             offline: list[str] = []

@@ -6,8 +6,11 @@ failpoint reached), with a bound that fails it loudly when the event never comes
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def wait_until(
@@ -41,3 +44,21 @@ def steady(read: Callable[[], object], quiet_s: float) -> Callable[[], bool]:
         return time.monotonic() - since[0] >= quiet_s
 
     return check
+
+
+def process_stopped(pid: int) -> bool:
+    """Every thread of the process is in state T (stopped by SIGSTOP). A stop signal reaches
+    a process's threads one by one after kill() returns: a thread still running may answer one
+    more request."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        states = [(t / "stat").read_text().rsplit(")", 1)[1].split()[0] for t in tasks]
+    except OSError:
+        return False
+    return bool(states) and all(s in ("T", "t") for s in states)
+
+
+def freeze(pid: int, timeout: float = 30.0) -> None:
+    """SIGSTOP the process, and return once every thread of it has stopped."""
+    os.kill(pid, signal.SIGSTOP)
+    wait_until(lambda: process_stopped(pid), f"process {pid} to stop", timeout, interval=0.01)

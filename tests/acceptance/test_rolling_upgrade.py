@@ -22,8 +22,10 @@ import pytest
 
 from remediate.errors import SandboxError
 from remediate.formats.properties import load_properties
+from remediate.kafka_admin import KafkaPythonAdmin
 from remediate.sandbox import cluster
 from remediate.sandbox.traffic import RetryingProducer
+from remediate.state import TopicPartition
 from tests.acceptance.repair_lab import (
     BYSTANDER,
     TOPIC,
@@ -95,6 +97,31 @@ def test_the_plan_names_each_brokers_release_and_offers_no_move(upgraded: Reprod
     ), lab.plan["notes"]
     restarted = {s["broker"] for s in lab.plan["steps"]}
     assert restarted == {b.broker_id for b in lab.state.brokers}
+
+
+def test_each_broker_is_asked_for_its_log_dirs_in_its_own_version(upgraded: Reproduced) -> None:
+    # The 3.4 broker first, and the client's only bootstrap: kafka-python gives one request
+    # object to every broker it is asked to send to, and the first send fixes its version, so
+    # a 2.8 broker used to receive the 3.4 broker's DescribeLogDirs version and close the
+    # connection ("socket disconnected"), as the plan then said whenever the bootstrap
+    # happened to be the upgraded broker.
+    lab, broker = upgraded, upgraded.result.restarted_broker
+    addresses = {b.broker_id: f"{b.host}:{b.port}" for b in lab.state.brokers}
+    kafka = KafkaPythonAdmin([addresses[broker]], addresses=addresses)
+    try:
+        order = [broker, *sorted(b for b in addresses if b != broker)]
+        partitions = [TopicPartition(TOPIC, p) for p in lab.result.old_partitions]
+        answered = kafka.log_dirs(order, partitions)
+    finally:
+        kafka.close()
+    assert sorted(answered) == sorted(addresses)
+    for dirs in answered.values():
+        assert len(dirs.online) == 2 and dirs.offline == ()
+    # Every replica of those partitions where ZooKeeper's assignment puts it.
+    data, _ = lab.zk.get(f"/brokers/topics/{TOPIC}")
+    assignment: dict[str, list[int]] = json.loads(data)["partitions"]
+    held = {(b, tp) for b, dirs in answered.items() for tp in dirs.replicas}
+    assert held == {(b, tp) for tp in partitions for b in assignment[str(tp.partition)]}
 
 
 @pytest.mark.timeout(900)

@@ -34,7 +34,7 @@ from remediate.sandbox.cluster import broker_pid
 from remediate.sandbox.emulated import client
 from remediate.sandbox.reproduce import partition_states, replica_file_ids
 from tests.execute.sandbox_tools import run_cli
-from tests.wait import steady, wait_until
+from tests.wait import process_stopped, steady, wait_until
 
 TOPIC = "ledger"
 PARTITIONS = 3
@@ -502,15 +502,6 @@ class Pause:
 
     def release(self) -> None:
         self.path.with_name(self.path.name + ".release").touch()
-
-
-def process_stopped(pid: int) -> bool:
-    """The process is in state T (stopped by SIGSTOP)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] in ("T", "t")
 
 
 def wait_stopped(pid: int, timeout: float = 120.0) -> None:

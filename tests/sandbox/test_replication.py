@@ -15,7 +15,7 @@ from remediate.sandbox import admin, cluster
 from remediate.sandbox.emulated import client, wire
 from remediate.sandbox.emulated.storage import PartitionLog
 from tests.sandbox.helpers import replica_dirs, states
-from tests.wait import wait_until
+from tests.wait import freeze, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def pause(directory: Path, broker: int) -> int:
     pid = cluster.broker_pid(directory, broker)
     assert pid is not None
-    os.kill(pid, signal.SIGSTOP)
+    freeze(pid)
     return pid
 
 
