@@ -1,5 +1,7 @@
-"""Transports: run a shell command on a broker's host, locally (invoke) or over ssh (fabric),
-and, where cluster.yaml says `sudo: true`, every one of them through `sudo -n` (SudoTransport).
+"""Transports: run a shell command on a broker's host, locally (invoke) or over ssh (fabric);
+where cluster.yaml says `sudo: true`, every one of them through `sudo -n` (SudoTransport), and
+where it says `sudo: services`, only the service commands, each as its own program with no
+shell (ServiceSudoTransport).
 
 SSH host keys are always verified against the configured known_hosts file: fabric's default
 policy (accept and remember any key) is replaced by paramiko's RejectPolicy, system and user
@@ -17,6 +19,7 @@ own answer.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from subprocess import PIPE, Popen
@@ -325,6 +328,93 @@ class SudoTransport:
                 )
             )
         return without_sudo_mark(result)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+# -- sudo for the service commands only ---------------------------------------------------------
+
+SERVICE_KINDS = frozenset({CommandKind.STOP, CommandKind.START, CommandKind.STATUS})
+# Characters sudoers gives a meaning to in a command's arguments: escaped with a backslash.
+_SUDOERS_SPECIAL = frozenset(",:=\\*?[]")
+
+
+def sudoers_word(word: str) -> str:
+    """One argument as a sudoers line must write it (`,`, `:`, `=`, `\\` and glob characters
+    escaped), so that the line permits that argument and nothing wider."""
+    return "".join(f"\\{c}" if c in _SUDOERS_SPECIAL else c for c in word)
+
+
+def sudoers_command(command: str) -> str:
+    """A service command (one program by absolute path, and its arguments) as a sudoers line
+    names it. A program without arguments is written with `""`: sudoers lets a bare path run
+    with any arguments."""
+    words = [sudoers_word(word) for word in shlex.split(command)]
+    return " ".join(words if len(words) > 1 else [*words, '""'])
+
+
+def sudoers_lines(user: str, commands: Iterable[str]) -> list[str]:
+    """The sudoers lines that let `user` run exactly `commands` (service commands, each one
+    program and its arguments) as root without a password, and nothing else."""
+    named = list(dict.fromkeys(sudoers_command(c) for c in commands))
+    return [f"{user} ALL=(root) NOPASSWD: {command}" for command in named]
+
+
+def service_refused(
+    *, broker: int, where: str, kind: CommandKind, user: str, command: str, refusal: str
+) -> str:
+    """The message for a service command sudo will not run under `sudo: services`."""
+    if "tty" in refusal:
+        fix = (
+            f"its sudoers requires a terminal (requiretty): add `Defaults:{user} !requiretty`"
+            " beside the rule"
+        )
+    elif "not found" in refusal and "sudo" in refusal:
+        fix = f"install sudo there (or put it on the PATH of {user}'s login shell)"
+    else:
+        (line,) = sudoers_lines(user, [command])
+        fix = f"add `{line}` to that host's sudoers (visudo -f /etc/sudoers.d/remediate)"
+    what = f"broker {broker} ({where}): sudo will not run the {kind} `{command}` ({refusal})"
+    return f"{what}; {fix}; see {SUDO_DOCS}"
+
+
+class ServiceSudoTransport:
+    """The service commands on one broker host through `sudo -n`, each as one program with its
+    arguments (no shell: the sudoers lines name exactly those commands); every other command
+    (the inventory, the reads, the backups, the deletions) as the ssh user itself, who owns
+    the log dirs. Before a service command runs, `sudo -n -l` asks whether sudo would run it,
+    which runs nothing: a refusal is a SudoError naming the line to add, never read as the
+    command's own failure (a status command that did not run does not mean "stopped")."""
+
+    def __init__(self, inner: Transport, *, broker: int, user: str) -> None:
+        self._inner = inner
+        self._broker = broker
+        self._user = user
+
+    @property
+    def description(self) -> str:
+        return f"{self._inner.description} (sudo for the service commands)"
+
+    def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
+        if kind not in SERVICE_KINDS:
+            return self._inner.run(command, timeout=timeout, kind=kind)
+        argv = " ".join(shlex.quote(word) for word in shlex.split(command))
+        allowed = self._inner.run(f"sudo -n -l -- {argv}", timeout=timeout, kind=kind)
+        if not allowed.ok:
+            lines = [line.strip() for line in allowed.stderr.splitlines() if line.strip()]
+            refusal = " / ".join(lines)[-300:] or "no rule lets it run without a password"
+            raise SudoError(
+                service_refused(
+                    broker=self._broker,
+                    where=self._inner.description,
+                    kind=kind,
+                    user=self._user,
+                    command=command,
+                    refusal=refusal,
+                )
+            )
+        return self._inner.run(f"sudo -n -- {argv}", timeout=timeout, kind=kind)
 
     def close(self) -> None:
         self._inner.close()

@@ -22,7 +22,13 @@ from remediate.formats.statechange import parse_rejections
 from remediate.gcpause import gc_paused
 from remediate.ports import CommandKind, Transport
 from remediate.state import ClusterState
-from remediate.transport import LocalTransport, SshSettings, SshTransport, SudoTransport
+from remediate.transport import (
+    LocalTransport,
+    ServiceSudoTransport,
+    SshSettings,
+    SshTransport,
+    SudoTransport,
+)
 from remediate.zookeeper import ZkAuth, ZkSettings, ZkTls, session
 
 INVENTORY_TIMEOUT_S = 300.0
@@ -62,8 +68,9 @@ def zk_settings(config: ClusterConfig) -> ZkSettings:
 
 def transport_for(config: ClusterConfig, broker: BrokerConfig) -> Transport:
     """The transport to `broker`'s host: every command through `sudo -n` when its `sudo` (or
-    ssh.sudo) says so, whatever the command is (the inventory, the service commands, the
-    backups): the one place sudo is applied."""
+    ssh.sudo) is true, whatever the command is (the inventory, the service commands, the
+    backups); only the service commands when it is `services`: the one place sudo is
+    applied."""
     transport: Transport
     if broker.transport == "local":
         transport = LocalTransport(f"local (broker {broker.id})", cwd=config.base_dir)
@@ -84,8 +91,11 @@ def transport_for(config: ClusterConfig, broker: BrokerConfig) -> Transport:
             )
         )
         user = target.user
-    if not config.use_sudo(broker.id):
+    mode = config.sudo_mode(broker.id)
+    if mode == "none":
         return transport
+    if mode == "services":
+        return ServiceSudoTransport(transport, broker=broker.id, user=user or _local_user())
     return SudoTransport(transport, broker=broker.id, user=user or _local_user())
 
 

@@ -18,7 +18,7 @@ import string
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, PlainSerializer, PlainValidator, ValidationInfo
 
@@ -224,6 +224,39 @@ def _command_template(value: object) -> str:
     return command
 
 
+# How commands on a broker run: as the ssh user ("none"), every one as root through sudo
+# ("all", `sudo: true`), or only the service commands, each as its own program ("services").
+SudoMode = Literal["none", "all", "services"]
+_SUDO_MODES: dict[object, SudoMode] = {False: "none", True: "all", "services": "services"}
+
+
+def _sudo(value: object) -> SudoMode:
+    # Booleans only: 1 and 0 are not true and false here.
+    if not (isinstance(value, bool) or value == "services"):
+        fail("true, false or services", show(value))
+    return _SUDO_MODES[value]
+
+
+def _sudo_out(mode: SudoMode) -> bool | str:
+    return {"none": False, "all": True}.get(mode, mode)
+
+
+# Shell syntax a command run as one program (sudo's argv, no shell) cannot hold.
+SHELL_SYNTAX = re.compile(r"[;&|<>()$`\\\n*?\[\]~#]")
+
+
+def simple_command_problem(template: str) -> str | None:
+    """Why a service command template cannot run as one program with its arguments (as sudo
+    runs it under `sudo: services`, and as a sudoers line names it), or None."""
+    bare = template.replace("{broker_id}", "0").replace("{host}", "h")
+    if SHELL_SYNTAX.search(bare) or "'" in bare or '"' in bare:
+        return "shell syntax (operators, quotes, redirections, variables, globs)"
+    program = bare.split()[0]
+    if not program.startswith("/"):
+        return "a program named without its absolute path (sudoers names programs by path)"
+    return None
+
+
 def _spark_master(value: object) -> str:
     expected = (
         "a Spark master: local, local[N], local[*], spark://host:port[,host:port...], yarn "
@@ -371,6 +404,7 @@ ServiceCommandTimeout = Annotated[
 ]
 ConnectTimeout = Annotated[float, BeforeValidator(seconds(0, 600, low_inclusive=False))]
 CommandTemplate = Annotated[str, BeforeValidator(_command_template)]
+Sudo = Annotated[SudoMode, BeforeValidator(_sudo), PlainSerializer(_sudo_out)]
 SparkMaster = Annotated[str, BeforeValidator(_spark_master)]
 SparkConf = Annotated[
     Mapping[str, str],

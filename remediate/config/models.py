@@ -44,10 +44,13 @@ from remediate.config.fields import (
     SshUser,
     StartTimeout,
     StopTimeout,
+    Sudo,
+    SudoMode,
     ZooKeeperConnect,
     ZooKeeperIdentity,
     ZooKeeperUser,
     context,
+    simple_command_problem,
     split_connect,
 )
 from remediate.config.paths import RELATIVE_ALL_LOCAL, LocalPath, RemotePath, broker_paths
@@ -195,7 +198,7 @@ class BrokerConfig(_Model):
     transport: Literal["ssh", "local"] = "ssh"
     ssh_port: Port | None = None
     ssh_user: SshUser | None = None
-    sudo: StrictBool | None = None
+    sudo: Sudo | None = None
     log_dirs: tuple[RemotePath, ...] | None = None
     server_properties: RemotePath | None = None
     # Kafka's state-change.log on the broker: its tail is read for topic-id mismatch lines.
@@ -264,7 +267,7 @@ class SshConfig(_Model):
     key_passphrase_env: EnvName | None = None
     known_hosts: LocalPath
     connect_timeout_s: ConnectTimeout = 10.0
-    sudo: StrictBool = False
+    sudo: Sudo = "none"
 
     _key_passphrase: SecretStr | None = PrivateAttr(default=None)
 
@@ -370,7 +373,7 @@ class SshTarget:
     key_file: Path
     known_hosts: Path
     connect_timeout_s: float
-    sudo: bool
+    sudo: SudoMode
     key_passphrase: SecretStr | None
 
 
@@ -449,6 +452,27 @@ class ClusterConfig(_Model):
             raise problems(found)
         return self
 
+    @model_validator(mode="after")
+    def _services_sudo(self) -> ClusterConfig:
+        # sudo runs each service command as one program, and a sudoers line names it so.
+        users = [b.id for b in self.brokers if self.sudo_mode(b.id) == "services"]
+        if not users:
+            return self
+        found: list[Item] = []
+        for kind in ("stop", "start", "status"):
+            template = getattr(self.service, kind)
+            problem = None if template is None else simple_command_problem(template)
+            if problem is not None:
+                brokers = ", ".join(map(str, users))
+                expected = (
+                    "one program by its absolute path and its arguments, because sudo runs it"
+                    f" without a shell for broker(s) {brokers} (sudo: services); found {problem}"
+                )
+                found.append((("service", kind), expected, show(template)))
+        if found:
+            raise problems(found)
+        return self
+
     @property
     def source(self) -> str:
         """The file this configuration was read from (as given to the loader)."""
@@ -474,12 +498,13 @@ class ClusterConfig(_Model):
         ids = ", ".join(str(known) for known in self.broker_ids)
         raise self._error("brokers", f"a broker with id {broker_id}", f"ids {ids}")
 
-    def use_sudo(self, broker_id: int) -> bool:
-        """Whether commands on this broker run under sudo: its own setting, else ssh.sudo."""
+    def sudo_mode(self, broker_id: int) -> SudoMode:
+        """How commands on this broker use sudo: its own setting, else ssh.sudo: none, all
+        (`true`: every command as root) or services (the service commands only)."""
         broker = self.broker(broker_id)
         if broker.sudo is not None:
             return broker.sudo
-        return self.ssh.sudo if self.ssh is not None else False
+        return self.ssh.sudo if self.ssh is not None else "none"
 
     def ssh_target(self, broker_id: int) -> SshTarget:
         broker = self.broker(broker_id)
@@ -497,7 +522,7 @@ class ClusterConfig(_Model):
             key_file=self.ssh.key_file,
             known_hosts=self.ssh.known_hosts,
             connect_timeout_s=self.ssh.connect_timeout_s,
-            sudo=self.use_sudo(broker_id),
+            sudo=self.sudo_mode(broker_id),
             key_passphrase=self.ssh.key_passphrase,
         )
 

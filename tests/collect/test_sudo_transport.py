@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,13 @@ from remediate.ports import CommandKind, CommandResult
 from remediate.transport import (
     SUDO_MARK,
     LocalTransport,
+    ServiceSudoTransport,
     SudoTransport,
     sudo_command,
     sudo_refusal,
     sudo_refused,
     sudo_rule,
+    sudoers_lines,
     without_sudo_mark,
 )
 
@@ -165,3 +168,129 @@ def test_sudo_applies_to_the_brokers_that_say_so(tmp_path: Path) -> None:
     assert result.stdout.startswith(f"/bin/sh -c echo {SUDO_MARK} >&2")
     assert result.stdout.endswith('printf %s "$SUDO_COMMAND"; pwd >&2')
     assert result.stderr == f"{tmp_path}\n"
+
+
+# -- sudo for the service commands only (`sudo: services`) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("commands", "lines"),
+    [
+        (
+            ["/usr/bin/systemctl stop kafka", "/usr/bin/systemctl start kafka"],
+            [
+                "kafka ALL=(root) NOPASSWD: /usr/bin/systemctl stop kafka",
+                "kafka ALL=(root) NOPASSWD: /usr/bin/systemctl start kafka",
+            ],
+        ),
+        # One line per distinct command, in order.
+        (["/usr/bin/true a", "/usr/bin/true a"], ["kafka ALL=(root) NOPASSWD: /usr/bin/true a"]),
+        # A program alone: `""`, or sudoers would let it run with any arguments.
+        (
+            ["/usr/local/bin/ka-stop"],
+            ['kafka ALL=(root) NOPASSWD: /usr/local/bin/ka-stop ""'],
+        ),
+        # What sudoers reads in an argument is escaped: the line permits that argument only.
+        (
+            ["/opt/ctl --opt=a,b:c x"],
+            ["kafka ALL=(root) NOPASSWD: /opt/ctl --opt\\=a\\,b\\:c x"],
+        ),
+    ],
+)
+def test_sudoers_lines_name_each_service_command_exactly(
+    commands: list[str], lines: list[str]
+) -> None:
+    assert sudoers_lines("kafka", commands) == lines
+
+
+def test_real_visudo_accepts_the_lines(
+    tmp_path: Path,
+) -> None:
+    """visudo parses the lines as written (a file of the test's: nothing on this machine
+    changes; the sandbox test grants such lines for real)."""
+    commands = ["/usr/bin/systemctl stop kafka", "/opt/ctl --opt=a,b:c x", "/usr/bin/true"]
+    path = tmp_path / "sudoers"
+    path.write_text("\n".join(sudoers_lines("kafka", commands)) + "\n")
+    checked = subprocess.run(
+        ["/usr/sbin/visudo", "-c", "-q", "-f", str(path)], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+class Recorded:
+    """A transport that records each command and answers from a table: the port's plain-data
+    double, for what ServiceSudoTransport sends and how it reads the answers."""
+
+    description = "kafka@broker1:22"
+
+    def __init__(self, answers: dict[str, CommandResult]) -> None:
+        self.answers = answers
+        self.sent: list[tuple[str, CommandKind]] = []
+
+    def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
+        self.sent.append((command, kind))
+        for prefix, answer in self.answers.items():
+            if command.startswith(prefix):
+                return answer
+        return CommandResult(0, "", "")
+
+    def close(self) -> None:
+        return None
+
+
+def test_only_the_service_commands_go_through_sudo_each_as_one_program() -> None:
+    inner = Recorded({})
+    transport = ServiceSudoTransport(inner, broker=1, user="kafka")
+    transport.run("find /data -name partition.metadata", timeout=5, kind=CommandKind.INVENTORY)
+    transport.run("rm -f -- /data/t-0/partition.metadata", timeout=5, kind=CommandKind.DELETE)
+    transport.run("/usr/bin/systemctl stop kafka", timeout=5, kind=CommandKind.STOP)
+    assert inner.sent == [
+        ("find /data -name partition.metadata", CommandKind.INVENTORY),
+        ("rm -f -- /data/t-0/partition.metadata", CommandKind.DELETE),
+        # Asked first (runs nothing), then run: argv, no shell.
+        ("sudo -n -l -- /usr/bin/systemctl stop kafka", CommandKind.STOP),
+        ("sudo -n -- /usr/bin/systemctl stop kafka", CommandKind.STOP),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stderr", "fix"),
+    [
+        ("", "add `kafka ALL=(root) NOPASSWD: /usr/bin/systemctl is-active kafka`"),
+        (f"{PASSWORD}\n", "add `kafka ALL=(root) NOPASSWD: /usr/bin/systemctl is-active kafka`"),
+        (f"{TTY}\n", "Defaults:kafka !requiretty"),
+        (f"{NOT_FOUND}\n", "install sudo there"),
+    ],
+)
+def test_a_service_command_sudo_will_not_run_is_a_refusal_never_its_answer(
+    stderr: str, fix: str
+) -> None:
+    """A status command sudo would not run must not read as "stopped": the refusal is a
+    SudoError naming the broker, the command and the line to add, and the command is never
+    sent."""
+    inner = Recorded({"sudo -n -l": CommandResult(1, "", stderr)})
+    transport = ServiceSudoTransport(inner, broker=4, user="kafka")
+    with pytest.raises(SudoError) as info:
+        transport.run("/usr/bin/systemctl is-active kafka", timeout=5, kind=CommandKind.STATUS)
+    message = str(info.value)
+    assert message.startswith("broker 4 (kafka@broker1:22): sudo will not run the status")
+    assert fix in message and "docs/configuration.md" in message, message
+    assert [c for c, _ in inner.sent] == ["sudo -n -l -- /usr/bin/systemctl is-active kafka"]
+
+
+def test_a_service_commands_own_failure_is_its_answer() -> None:
+    inner = Recorded({"sudo -n --": CommandResult(3, "inactive\n", "")})
+    transport = ServiceSudoTransport(inner, broker=1, user="kafka")
+    result = transport.run("/usr/bin/systemctl is-active kafka", timeout=5, kind=CommandKind.STATUS)
+    assert result == CommandResult(3, "inactive\n", "")
+
+
+def test_real_sudo_runs_a_service_command_without_a_shell(tmp_path: Path) -> None:
+    """As root (who needs no rule): the service command is what sudo ran, as argv; the
+    others ran without sudo."""
+    assert os.geteuid() == 0, "runs real sudo as root, as CI does"
+    transport = ServiceSudoTransport(LocalTransport(cwd=tmp_path), broker=1, user="root")
+    ran = transport.run("/usr/bin/printenv SUDO_COMMAND", timeout=30, kind=CommandKind.STATUS)
+    assert ran == CommandResult(0, "/usr/bin/printenv SUDO_COMMAND\n", "")
+    plain = transport.run('printf %s "${SUDO_COMMAND-none}"', timeout=30, kind=CommandKind.BACKUP)
+    assert plain == CommandResult(0, "none", "")

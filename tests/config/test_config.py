@@ -365,7 +365,7 @@ def test_sandbox_ssh_targets_merge_the_global_ssh_section() -> None:
         key_file=Path("/tmp/sb1/ssh/id_ed25519"),
         known_hosts=Path("/tmp/sb1/ssh/known_hosts"),
         connect_timeout_s=10.0,
-        sudo=False,
+        sudo="none",
         key_passphrase=None,
     )
 
@@ -373,12 +373,12 @@ def test_sandbox_ssh_targets_merge_the_global_ssh_section() -> None:
 @pytest.mark.parametrize(
     ("broker_id", "host", "port", "user", "sudo"),
     [
-        pytest.param(1, "kafka1.example.com", 22, "kafka", False, id="global-defaults"),
-        pytest.param(2, "kafka2.example.com", 2222, "ops", True, id="broker-overrides"),
+        pytest.param(1, "kafka1.example.com", 22, "kafka", "none", id="global-defaults"),
+        pytest.param(2, "kafka2.example.com", 2222, "ops", "all", id="broker-overrides"),
     ],
 )
 def test_ssh_target_merges_broker_overrides(
-    broker_id: int, host: str, port: int, user: str, sudo: bool
+    broker_id: int, host: str, port: int, user: str, sudo: str
 ) -> None:
     config = parse(FULL)
     target = config.ssh_target(broker_id)
@@ -386,7 +386,7 @@ def test_ssh_target_merges_broker_overrides(
     assert target.connect_timeout_s == 5.0
     assert target.key_file == Path("~/.ssh/id_ed25519").expanduser()
     assert target.key_passphrase == SecretStr(ENV["SSH_KEY_PASSPHRASE"])
-    assert config.use_sudo(broker_id) is sudo
+    assert config.sudo_mode(broker_id) == sudo
     with pytest.raises(AttributeError):
         target.port = 1  # type: ignore[misc]
 
@@ -399,11 +399,62 @@ def test_ssh_target_of_a_local_broker_is_a_config_error() -> None:
     )
 
 
-def test_use_sudo_of_a_local_broker_falls_back_to_ssh_sudo_then_false() -> None:
-    assert parse(FULL).use_sudo(3) is False
-    assert parse(changed(FULL, ("ssh", "sudo"), True)).use_sudo(3) is True
-    assert parse(changed(FULL, ("brokers", 2, "sudo"), True)).use_sudo(3) is True
-    assert parse(MINIMAL).use_sudo(0) is False
+def test_sudo_mode_of_a_local_broker_falls_back_to_ssh_sudo_then_none() -> None:
+    assert parse(FULL).sudo_mode(3) == "none"
+    assert parse(changed(FULL, ("ssh", "sudo"), True)).sudo_mode(3) == "all"
+    assert parse(changed(FULL, ("brokers", 2, "sudo"), True)).sudo_mode(3) == "all"
+    assert parse(MINIMAL).sudo_mode(0) == "none"
+
+
+SIMPLE_SERVICE = {
+    "stop": "/usr/bin/systemctl stop kafka",
+    "start": "/usr/bin/systemctl start kafka",
+    "status": "/usr/bin/systemctl is-active kafka",
+}
+
+
+def test_sudo_services_keeps_its_mode_and_writes_back_as_given() -> None:
+    document = changed(changed(FULL, ("service",), SIMPLE_SERVICE), ("ssh", "sudo"), "services")
+    config = parse(document)
+    assert [config.sudo_mode(b) for b in (1, 2, 3)] == ["services", "all", "services"]
+    dumped = config.model_dump(mode="json")
+    assert dumped["ssh"]["sudo"] == "services" and dumped["brokers"][1]["sudo"] is True
+
+
+@pytest.mark.parametrize(
+    ("kind", "template", "found"),
+    [
+        ("stop", "systemctl stop kafka", "without its absolute path"),
+        ("start", "cd /opt/kafka && bin/kafka-server-start.sh", "shell syntax"),
+        ("status", "/usr/bin/pgrep -f 'kafka\\.Kafka'", "shell syntax"),
+        ("stop", "/usr/bin/systemctl stop kafka-$HOSTNAME", "shell syntax"),
+        ("start", "/usr/bin/systemctl start kafka > /dev/null", "shell syntax"),
+        ("stop", "/usr/bin/systemctl stop kafka@*", "shell syntax"),
+    ],
+)
+def test_sudo_services_wants_each_service_command_as_one_program(
+    kind: str, template: str, found: str
+) -> None:
+    """sudo runs the command without a shell, and a sudoers line names it by absolute path:
+    what cannot be both is refused at load, naming the command and why."""
+    service = {**SIMPLE_SERVICE, kind: template}
+    document = changed(changed(FULL, ("service",), service), ("brokers", 0, "sudo"), "services")
+    with pytest.raises(ConfigError) as info:
+        parse(document)
+    message = str(info.value)
+    assert f"service.{kind}: expected one program by its absolute path" in message
+    assert "broker(s) 1 (sudo: services)" in message and found in message, message
+    # The same commands are fine where every command runs in a shell (sudo: true, or none).
+    assert parse(changed(FULL, ("service",), service)).sudo_mode(1) == "none"
+
+
+def test_sudo_services_takes_placeholders_in_the_arguments() -> None:
+    service = {**SIMPLE_SERVICE, "stop": "/usr/local/bin/kafka-ctl stop {broker_id} {host}"}
+    document = changed(changed(FULL, ("service",), service), ("ssh", "sudo"), "services")
+    config = parse(document)
+    assert config.service_command("stop", config.broker(1)) == (
+        "/usr/local/bin/kafka-ctl stop 1 kafka1.example.com"
+    )
 
 
 def test_broker_lookup_of_an_unknown_id_names_the_id_and_the_file() -> None:
@@ -868,7 +919,7 @@ RULES = [
     ),
     rule("broker-ssh-port-zero", "brokers[1].ssh_port", 0, "an integer from 1 to 65535"),
     rule("broker-ssh-user-bad", "brokers[1].ssh_user", "-l root", "a user name"),
-    rule("broker-sudo-not-bool", "brokers[1].sudo", "yes", "true or false"),
+    rule("broker-sudo-not-bool", "brokers[1].sudo", "yes", "true, false or services"),
     rule(
         "broker-same-host-and-port",
         "brokers[1]",
@@ -895,7 +946,7 @@ RULES = [
         "NOT_SET_ANYWHERE to be set",
     ),
     rule("ssh-timeout-zero", "ssh.connect_timeout_s", 0, "greater than 0 and at most 600"),
-    rule("ssh-sudo-not-bool", "ssh.sudo", 1, "true or false"),
+    rule("ssh-sudo-not-bool", "ssh.sudo", 1, "true, false or services"),
     rule("service-missing", "service", DELETE, "required"),
     rule("service-stop-missing", "service.stop", DELETE, "required"),
     rule("service-start-missing", "service.start", DELETE, "required"),

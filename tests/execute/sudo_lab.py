@@ -36,11 +36,13 @@ SUDOERS_FILE = Path("/etc/sudoers.d/remediate-tests")  # no dot: sudo skips such
 VISUDO = "/usr/sbin/visudo"
 
 
-def docs_block(language: str) -> str:
-    """The first fenced block of `language` in docs/configuration.md, as written."""
-    match = re.search(rf"^```{language}\n(.*?)^```$", DOCS.read_text(), re.M | re.S)
-    assert match is not None, f"docs/configuration.md has no ```{language} block"
-    return match[1]
+def docs_block(language: str, containing: str = "") -> str:
+    """The first fenced block of `language` in docs/configuration.md (that holds
+    `containing`), as written."""
+    blocks = re.findall(rf"^```{language}\n(.*?)^```$", DOCS.read_text(), re.M | re.S)
+    found = [block for block in blocks if containing in block]
+    assert found, f"docs/configuration.md has no ```{language} block holding {containing!r}"
+    return str(found[0])
 
 
 @dataclass(frozen=True)

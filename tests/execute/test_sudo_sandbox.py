@@ -68,7 +68,7 @@ def operator() -> Iterator[OperatorAccount]:
 @pytest.fixture(scope="session")
 def sudoers(operator: OperatorAccount) -> Iterator[Sudoers]:
     """docs/configuration.md's sudoers rule, for the tests to grant and revoke."""
-    text = docs_block("sudoers")
+    text = docs_block("sudoers", containing="/bin/sh")
     assert sudo_rule(operator.name) in text.splitlines(), text
     rule = Sudoers(text)
     rule.revoke()
