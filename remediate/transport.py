@@ -138,74 +138,111 @@ class LocalTransport:
 
 @dataclass(frozen=True)
 class SshSettings:
+    """One ssh connection, resolved (remediate/ssh_options.py): where, as whom, with which
+    keys (files, and ssh-agent's when `agent`), and through which jump host."""
+
     host: str
     port: int
     user: str
-    key_file: Path
+    key_files: tuple[Path, ...]
     known_hosts: Path
     connect_timeout_s: float = 10.0
     key_passphrase: str | None = field(default=None, repr=False)  # never printed
+    agent: bool = False
+    jump: SshSettings | None = None
+
+    @property
+    def description(self) -> str:
+        via = f" via {self.jump.description}" if self.jump is not None else ""
+        return f"{self.user}@{self.host}:{self.port}{via}"
+
+
+def _strict_connection(s: SshSettings, gateway: Connection | None = None) -> Connection:
+    """A fabric connection whose host key must be in `s.known_hosts` (paramiko's RejectPolicy:
+    an unknown key is refused, never learnt), no ssh config of fabric's own, and only the
+    keys `s` names."""
+    client = paramiko.SSHClient()
+    client.load_host_keys(str(s.known_hosts))
+    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    connect_kwargs: dict[str, object] = {"look_for_keys": False, "allow_agent": s.agent}
+    if s.key_files:
+        connect_kwargs["key_filename"] = [str(path) for path in s.key_files]
+    if s.key_passphrase is not None:
+        connect_kwargs["passphrase"] = s.key_passphrase
+    connection = Connection(
+        s.host,
+        user=s.user,
+        port=s.port,
+        config=Config(overrides={"load_ssh_configs": False, "runners": {"remote": _Remote}}),
+        connect_timeout=int(max(1, s.connect_timeout_s)),
+        connect_kwargs=connect_kwargs,
+        gateway=gateway,
+    )
+    connection.client = client
+    return connection
+
+
+def _open(connection: Connection, s: SshSettings, description: str) -> None:
+    """Open `connection`, its host key verified: a changed or unknown key is a HostKeyError
+    naming the host (the jump host's own, when it is that one)."""
+    try:
+        connection.open()
+    except paramiko.BadHostKeyException as exc:
+        got = f"{exc.key.get_name()} {exc.key.get_fingerprint().hex()}"
+        raise HostKeyError(
+            f"{description}: the host key has CHANGED since {s.known_hosts} was"
+            f" written (got {got}); refusing to connect"
+        ) from exc
+    except paramiko.SSHException as exc:
+        if "not found in known_hosts" in str(exc):
+            raise HostKeyError(
+                f"{description}: the host key is not in {s.known_hosts}; refusing to connect"
+            ) from exc
+        raise TransportError(f"{description}: ssh failed: {exc}") from exc
+    except (OSError, EOFError) as exc:
+        raise TransportError(f"{description}: cannot connect: {exc}") from exc
 
 
 class SshTransport:
-    """Commands run over ssh with a strictly verified host key."""
+    """Commands run over ssh with a strictly verified host key (the jump host's too)."""
 
     def __init__(self, settings: SshSettings) -> None:
         self.settings = settings
         self._connection: Connection | None = None
+        self._gateway: Connection | None = None
 
     @property
     def description(self) -> str:
-        s = self.settings
-        return f"{s.user}@{s.host}:{s.port}"
+        return self.settings.description
 
     def _connect(self) -> Connection:
         if self._connection is not None and self._connection.is_connected:
             return self._connection
         s = self.settings
-        if not s.known_hosts.is_file():
-            raise HostKeyError(
-                f"{self.description}: known_hosts file {s.known_hosts} does not exist;"
-                " refusing to connect to a host whose key cannot be verified"
-            )
-        client = paramiko.SSHClient()
-        client.load_host_keys(str(s.known_hosts))
-        client.set_missing_host_key_policy(paramiko.RejectPolicy())
-        connect_kwargs: dict[str, object] = {
-            "key_filename": str(s.key_file),
-            "look_for_keys": False,
-            "allow_agent": False,
-        }
-        if s.key_passphrase is not None:
-            connect_kwargs["passphrase"] = s.key_passphrase
-        connection = Connection(
-            s.host,
-            user=s.user,
-            port=s.port,
-            config=Config(overrides={"load_ssh_configs": False, "runners": {"remote": _Remote}}),
-            connect_timeout=int(max(1, s.connect_timeout_s)),
-            connect_kwargs=connect_kwargs,
-        )
-        connection.client = client
-        try:
-            connection.open()
-        except paramiko.BadHostKeyException as exc:
-            got = f"{exc.key.get_name()} {exc.key.get_fingerprint().hex()}"
-            raise HostKeyError(
-                f"{self.description}: the host key has CHANGED since {s.known_hosts} was"
-                f" written (got {got}); refusing to connect"
-            ) from exc
-        except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
+        for hop in (s, s.jump):
+            if hop is not None and not hop.known_hosts.is_file():
                 raise HostKeyError(
-                    f"{self.description}: the host key is not in {s.known_hosts};"
-                    " refusing to connect"
-                ) from exc
-            raise TransportError(f"{self.description}: ssh failed: {exc}") from exc
-        except (OSError, EOFError) as exc:
-            raise TransportError(f"{self.description}: cannot connect: {exc}") from exc
+                    f"{self.description}: known_hosts file {hop.known_hosts} does not exist;"
+                    " refusing to connect to a host whose key cannot be verified"
+                )
+        gateway = None
+        if s.jump is not None:
+            gateway = _strict_connection(s.jump)
+            _open(gateway, s.jump, f"{self.description}: the jump host {s.jump.description}")
+            self._gateway = gateway
+        connection = _strict_connection(s, gateway)
+        try:
+            _open(connection, s, self.description)
+        except BaseException:
+            self._close_gateway()
+            raise
         self._connection = connection
         return connection
+
+    def _close_gateway(self) -> None:
+        if self._gateway is not None:
+            self._gateway.close()
+            self._gateway = None
 
     def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
         connection = self._connect()
@@ -230,6 +267,7 @@ class SshTransport:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        self._close_gateway()
 
 
 # -- sudo --------------------------------------------------------------------------------------

@@ -21,11 +21,11 @@ from remediate.formats.properties import load_properties
 from remediate.formats.statechange import parse_rejections
 from remediate.gcpause import gc_paused
 from remediate.ports import CommandKind, Transport
+from remediate.ssh_options import ssh_settings
 from remediate.state import ClusterState
 from remediate.transport import (
     LocalTransport,
     ServiceSudoTransport,
-    SshSettings,
     SshTransport,
     SudoTransport,
 )
@@ -77,20 +77,9 @@ def transport_for(config: ClusterConfig, broker: BrokerConfig) -> Transport:
         user = None  # this process's, asked only when sudo refuses
     else:
         target = config.ssh_target(broker.id)
-        transport = SshTransport(
-            SshSettings(
-                host=target.host,
-                port=target.port,
-                user=target.user,
-                key_file=target.key_file,
-                known_hosts=target.known_hosts,
-                connect_timeout_s=target.connect_timeout_s,
-                key_passphrase=target.key_passphrase.get_secret_value()
-                if target.key_passphrase
-                else None,
-            )
-        )
-        user = target.user
+        settings = ssh_settings(target, broker=broker.id, source=config.source)
+        transport = SshTransport(settings)
+        user = settings.user
     mode = config.sudo_mode(broker.id)
     if mode == "none":
         return transport

@@ -350,6 +350,15 @@ SshUser = Annotated[
         )
     ),
 ]
+JumpHost = Annotated[
+    str,
+    BeforeValidator(
+        matching(
+            r"([A-Za-z0-9_.][A-Za-z0-9_.-]{0,63}@)?[A-Za-z0-9_.][A-Za-z0-9_.-]{0,252}(:[0-9]{1,5})?",
+            "one jump host, [user@]host[:port] (a host name or IPv4 address; as ssh's ProxyJump)",
+        )
+    ),
+]
 ZooKeeperUser = Annotated[
     str,
     BeforeValidator(

@@ -34,6 +34,7 @@ from remediate.config.fields import (
     FrozenStrMap,
     Host,
     InSyncTimeout,
+    JumpHost,
     KafkaServer,
     Port,
     PositiveInt32,
@@ -259,15 +260,40 @@ class ClusterTimeouts(_Model):
 
 
 class SshConfig(_Model):
-    """How to reach brokers with transport ssh. Host keys must be in `known_hosts`."""
+    """How to reach brokers with transport ssh. Host keys must be in `known_hosts`.
 
-    user: SshUser
+    `config_file` (an OpenSSH client config, such as ~/.ssh/config) is read for each broker's
+    host: its HostName, User, Port, IdentityFile and ProxyJump apply where cluster.yaml does
+    not say. `agent`: keys held by ssh-agent (SSH_AUTH_SOCK) are offered too. `proxy_jump`:
+    every broker is reached through that jump host (a bastion), unless its own config says."""
+
+    user: SshUser | None = None
     port: Port = 22
-    key_file: LocalPath
+    key_file: LocalPath | None = None
     key_passphrase_env: EnvName | None = None
     known_hosts: LocalPath
     connect_timeout_s: ConnectTimeout = 10.0
     sudo: Sudo = "none"
+    config_file: LocalPath | None = None
+    agent: StrictBool = False
+    proxy_jump: JumpHost | None = None
+
+    @model_validator(mode="after")
+    def _who(self) -> SshConfig:
+        # Without a config file, cluster.yaml must say who logs in and with which key.
+        if self.config_file is None:
+            if self.user is None:
+                fail("a user (or a config_file whose User applies)", at=("user",))
+            if self.key_file is None and not self.agent:
+                fail(
+                    "a key_file, agent: true, or a config_file with IdentityFile", at=("key_file",)
+                )
+        return self
+
+    @property
+    def port_given(self) -> int | None:
+        """`port` when cluster.yaml sets it (else the config file's Port, else 22, applies)."""
+        return self.port if "port" in self.model_fields_set else None
 
     _key_passphrase: SecretStr | None = PrivateAttr(default=None)
 
@@ -368,13 +394,16 @@ class SshTarget:
     """Everything needed to open an ssh connection to one broker, defaults merged in."""
 
     host: str
-    port: int
-    user: str
-    key_file: Path
+    port: int | None  # None: the config file's Port, else 22
+    user: str | None  # None: the config file's User
+    key_file: Path | None  # None: the config file's IdentityFile, or the agent's keys
     known_hosts: Path
     connect_timeout_s: float
     sudo: SudoMode
     key_passphrase: SecretStr | None
+    agent: bool = False
+    config_file: Path | None = None
+    proxy_jump: str | None = None  # None: the config file's ProxyJump, if any
 
 
 ServiceKind = Literal["stop", "start", "status"]
@@ -517,13 +546,16 @@ class ClusterConfig(_Model):
             )
         return SshTarget(
             host=broker.host,
-            port=broker.ssh_port if broker.ssh_port is not None else self.ssh.port,
+            port=broker.ssh_port if broker.ssh_port is not None else self.ssh.port_given,
             user=broker.ssh_user if broker.ssh_user is not None else self.ssh.user,
             key_file=self.ssh.key_file,
             known_hosts=self.ssh.known_hosts,
             connect_timeout_s=self.ssh.connect_timeout_s,
             sudo=self.sudo_mode(broker_id),
             key_passphrase=self.ssh.key_passphrase,
+            agent=self.ssh.agent,
+            config_file=self.ssh.config_file,
+            proxy_jump=self.ssh.proxy_jump,
         )
 
     def service_command(self, kind: ServiceKind, broker: BrokerConfig) -> str:

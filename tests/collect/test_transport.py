@@ -97,7 +97,7 @@ def settings(directory: Path, broker: BrokerInfo, **overrides: object) -> SshSet
         "host": broker.host,
         "port": broker.ssh_port,
         "user": "root",
-        "key_file": directory / "ssh" / "id_ed25519",
+        "key_files": (directory / "ssh" / "id_ed25519",),
         "known_hosts": directory / "ssh" / "known_hosts",
         "connect_timeout_s": 5.0,
     }

@@ -928,9 +928,9 @@ RULES = [
         field="brokers[1].host",
     ),
     rule("ssh-missing", "ssh", DELETE, "an ssh section, because brokers[0] (id 1)"),
-    rule("ssh-user-missing", "ssh.user", DELETE, "required"),
+    rule("ssh-user-missing", "ssh.user", DELETE, "a user (or a config_file whose User applies)"),
     rule("ssh-port-too-big", "ssh.port", 70000, "an integer from 1 to 65535"),
-    rule("ssh-key-file-missing", "ssh.key_file", DELETE, "required"),
+    rule("ssh-key-file-missing", "ssh.key_file", DELETE, "a key_file, agent: true, or a config"),
     rule(
         "ssh-key-file-unknown-user",
         "ssh.key_file",

@@ -53,7 +53,7 @@ def _keygen(path: Path, comment: str) -> None:
     )
 
 
-def _config(ssh_dir: Path, broker_id: int, host: str, port: int) -> Path:
+def _config(ssh_dir: Path, broker_id: int, host: str, port: int, *, forwarding: bool) -> Path:
     path = ssh_dir / f"sshd-{broker_id}.conf"
     path.write_text(
         "\n".join(
@@ -72,7 +72,8 @@ def _config(ssh_dir: Path, broker_id: int, host: str, port: int) -> Path:
                 "StrictModes no",
                 "PrintMotd no",
                 "X11Forwarding no",
-                "AllowTcpForwarding no",
+                # A jump host forwards the client's connections (ssh's ProxyJump); a broker not.
+                f"AllowTcpForwarding {'yes' if forwarding else 'no'}",
                 "LogLevel INFO",
                 "",
             ]
@@ -94,7 +95,16 @@ def _listening(host: str, port: int) -> bool:
 Launcher = Callable[[SshBroker, list[str]], list[str]]
 
 
-def up(directory: Path, brokers: Sequence[SshBroker], *, launcher: Launcher | None = None) -> None:
+def up(
+    directory: Path,
+    brokers: Sequence[SshBroker],
+    *,
+    launcher: Launcher | None = None,
+    forwarding: bool = False,
+) -> None:
+    """Start an sshd for each of `brokers` (`forwarding`: as jump hosts, which forward
+    connections), and list their host keys in the sandbox's known_hosts, beside the entries
+    of hosts started before."""
     if not SSHD.exists():
         raise SandboxError(
             f"{SSHD} is missing: run `make setup` or `apt-get install openssh-server`"
@@ -111,7 +121,9 @@ def up(directory: Path, brokers: Sequence[SshBroker], *, launcher: Launcher | No
         _keygen(ssh_dir / f"host-{broker.broker_id}_ed25519", f"sandbox-broker-{broker.broker_id}")
         if broker.ssh_port is None:
             broker.ssh_port = zkserver.free_port(broker.host)
-        config = _config(ssh_dir, broker.broker_id, broker.host, broker.ssh_port)
+        config = _config(
+            ssh_dir, broker.broker_id, broker.host, broker.ssh_port, forwarding=forwarding
+        )
         key_type, key, *_ = (ssh_dir / f"host-{broker.broker_id}_ed25519.pub").read_text().split()
         known_hosts.append(f"[{broker.host}]:{broker.ssh_port} {key_type} {key}")
         if not _listening(broker.host, broker.ssh_port):
@@ -138,7 +150,14 @@ def up(directory: Path, brokers: Sequence[SshBroker], *, launcher: Launcher | No
                 log = ssh_dir / f"sshd-{broker.broker_id}.log"
                 raise SandboxError(f"sshd for broker {broker.broker_id} did not start; see {log}")
             time.sleep(0.1)
-    (ssh_dir / "known_hosts").write_text("\n".join(known_hosts) + "\n")
+    path = ssh_dir / "known_hosts"
+    listed = {line.split(" ", 1)[0] for line in known_hosts}
+    kept = [
+        line
+        for line in (path.read_text().splitlines() if path.exists() else [])
+        if line.strip() and line.split(" ", 1)[0] not in listed
+    ]
+    path.write_text("\n".join(kept + known_hosts) + "\n")
 
 
 def down(directory: Path, brokers: Sequence[SshBroker]) -> list[str]:
