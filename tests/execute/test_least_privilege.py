@@ -69,7 +69,8 @@ def test_the_documented_sudoers_lines_are_the_ones_for_the_documented_commands(
         for line in docs_block("sudoers", containing="systemctl stop").splitlines()
         if line and not line.startswith("#")
     ]
-    assert documented == sudoers_lines(config.ssh.user, commands)
+    assert config.ssh.user == ACCOUNT
+    assert documented == sudoers_lines(ACCOUNT, commands)
 
 
 @dataclass
