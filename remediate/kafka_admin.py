@@ -332,6 +332,16 @@ class KafkaPythonAdmin:
         said = answer.get("broker", {}).get(str(broker), NO_ANSWER)
         return None if said == "OK" else str(said)
 
+    def cluster_operations(self) -> frozenset[str] | None:
+        # DescribeCluster (Metadata on brokers before 2.8) with the cluster's authorized
+        # operations: all of them where no authorizer runs, as Kafka answers.
+        with asking("DescribeCluster", self._errors):
+            described = self._client.describe_cluster()
+        operations = described.get("authorized_operations")
+        if not operations:  # not asked for, or not told (Kafka's "unspecified")
+            return None
+        return frozenset(str(op) for op in operations)
+
     def close(self) -> None:
         with asking("the admin client's close", self._errors):
             self._client.close()

@@ -42,6 +42,7 @@ class CommandKind(StrEnum):
     BACKUP_READ_BACK = "backup read-back"
     DELETE = "deletion"
     RESTORE = "restore"
+    PROBE = "read-only check"
 
 
 # cluster.yaml's service commands (config.ServiceKind) as commands on a broker.
@@ -94,6 +95,16 @@ class ZnodeStat:
     czxid: int  # the transaction that created it (a broker registration's epoch)
     ephemeral_owner: int  # the session owning an ephemeral znode, 0 for a persistent one
     mzxid: int = 0  # the transaction that last wrote its data (0: not known)
+
+
+@dataclass(frozen=True)
+class ZnodeAcl:
+    """One entry of a znode's ACL: ZooKeeper's permission bits (READ 1, WRITE 2, CREATE 4,
+    DELETE 8, ADMIN 16) for one identity (`scheme`:`id`, e.g. world:anyone, sasl:kafka)."""
+
+    perms: int
+    scheme: str
+    id: str
 
 
 @dataclass(frozen=True)
@@ -314,6 +325,12 @@ class KafkaAdmin(Protocol):
     def set_broker_setting(self, broker: int, name: str, value: str | None) -> str | None:
         """Set `broker`'s own dynamic setting `name`, or with None remove it
         (IncrementalAlterConfigs); the error, or None."""
+        ...
+
+    def cluster_operations(self) -> frozenset[str] | None:
+        """The operations on the Cluster resource Kafka authorizes this client for (its names:
+        DESCRIBE, ALTER, DESCRIBE_CONFIGS...), read without changing anything; None where the
+        broker does not tell."""
         ...
 
     def close(self) -> None: ...

@@ -434,6 +434,11 @@ class ServiceSudoTransport:
     def description(self) -> str:
         return f"{self._inner.description} (sudo for the service commands)"
 
+    @property
+    def user(self) -> str:
+        """Who logs in there: the account the sudoers lines name."""
+        return self._user
+
     def run(self, command: str, *, timeout: float, kind: CommandKind) -> CommandResult:
         if kind not in SERVICE_KINDS:
             return self._inner.run(command, timeout=timeout, kind=kind)

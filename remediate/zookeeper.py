@@ -25,6 +25,7 @@ from kazoo.exceptions import (
     ConnectionLoss,
     KazooException,
     LockTimeout,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     OperationTimeoutError,
@@ -58,6 +59,7 @@ from remediate.ports import (
     OnRetry,
     SetData,
     ZkOp,
+    ZnodeAcl,
     ZnodeStat,
 )
 
@@ -353,6 +355,29 @@ class KazooZooKeeper:
         return self._retried(
             f"read of {len(paths)} znode(s)", read_batched if self.multi_read else read, on_retry
         )
+
+    def acls_many(self, paths: Collection[str]) -> dict[str, tuple[ZnodeAcl, ...] | None]:
+        """Each znode's ACL (None: no such znode), every request in flight at once. An ACL
+        the session may not read (ZooKeeper asks READ or ADMIN for it) is given as no entry:
+        it grants this session neither."""
+
+        def read() -> dict[str, tuple[ZnodeAcl, ...] | None]:
+            pending = {p: self.client.get_acls_async(p) for p in paths}
+            resolved: dict[str, tuple[ZnodeAcl, ...] | None] = {}
+            for path, result in pending.items():
+                try:
+                    acls, _stat = result.get(timeout=self.request_timeout_s)
+                except NoNodeError:
+                    resolved[path] = None
+                except NoAuthError:
+                    resolved[path] = ()
+                else:
+                    resolved[path] = tuple(
+                        ZnodeAcl(int(a.perms), str(a.id.scheme), str(a.id.id)) for a in acls
+                    )
+            return resolved
+
+        return self._retried(f"read of {len(paths)} znode(s)' ACLs", read, None)
 
     def children(self, path: str, *, on_retry: OnRetry | None = None) -> list[str]:
         def read() -> list[str]:

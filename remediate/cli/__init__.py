@@ -1,6 +1,6 @@
 """The `remediate` command line. Only this package maps errors to exit codes.
 
-It assembles the command modules (apply, plan, scan, report, sandbox), which share
+It assembles the command modules (apply, doctor, plan, scan, report, sandbox), which share
 `remediate.cli.common` and import nothing from one another.
 """
 
@@ -22,6 +22,7 @@ COMMANDS = {
     "sandbox": "remediate.cli.sandbox:sandbox",
     "scan": "remediate.cli.scan:scan",
     "check": "remediate.cli.scan:check",
+    "doctor": "remediate.cli.doctor:doctor",
     "plan": "remediate.cli.plan:plan",
     "apply": "remediate.cli.apply:apply",
     "fix": "remediate.cli.apply:fix",
@@ -58,7 +59,7 @@ def cli() -> None:
 
 # Monitoring reads these commands' exit codes as Nagios states: 1 and 2 are findings, so no
 # failure of the command itself may exit with them.
-MONITORING = frozenset({"check", "scan"})
+MONITORING = frozenset({"check", "doctor", "scan"})
 
 
 def main() -> None:

@@ -124,6 +124,10 @@ class SandboxAdmin:
             admin.set_broker_setting(self.zk, broker, name, value)
         return None
 
+    def cluster_operations(self) -> frozenset[str] | None:
+        # The emulated brokers run no authorizer: every operation, as Kafka answers then.
+        return frozenset({"DESCRIBE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"})
+
     def close(self) -> None:
         """Ends the ZooKeeper session it opened itself (a caller's stays the caller's)."""
         if self._owned:

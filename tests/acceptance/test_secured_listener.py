@@ -132,6 +132,22 @@ def test_fix_heals_it_through_the_secured_listener(
         assert not [w for w in written if secret in w], f"{name} was written"
 
 
+def test_doctor_finds_everything_in_place_through_the_secured_listener(
+    secured: tuple[Reproduced, KafkaSecurity],
+) -> None:
+    """Each broker's release read over mTLS or SCRAM, the Cluster operations the moves need
+    granted (no authorizer: all), and no secret in what doctor prints."""
+    lab, security = secured
+    done = run_cli("doctor", "-c", str(lab.config), "--json")
+    document: dict[str, Any] = json.loads(done.stdout)
+    problems = [f for f in document["findings"] if f["status"] != "OK"]
+    assert (done.returncode, problems) == (0, []), document
+    releases = {f["where"] for f in document["findings"] if f["item"] == "kafka release"}
+    assert releases == {f"broker {b.broker_id}" for b in lab.state.brokers}
+    for name, secret in secrets_of(lab, security).items():
+        assert secret not in done.stdout.encode() + done.stderr.encode(), name
+
+
 def test_hostname_verification_is_on_by_default_and_honoured(
     secured: tuple[Reproduced, KafkaSecurity], tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ Slow: an emulated sandbox with sshds (about 10 s) and one restart repair, halted
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -43,7 +44,7 @@ from tests.faults.apply_lab import ApplyLab, start_lab, stop_lab
 pytestmark = pytest.mark.slow
 
 # The account Kafka runs as, as on most production hosts: docs/configuration.md's example.
-EXAMPLE = yaml.safe_load(docs_block("yaml", containing="sudo: services"))
+EXAMPLE = yaml.safe_load(docs_block("yaml", containing="user: kafka"))
 ACCOUNT = EXAMPLE["ssh"]["user"]
 SUDOERS = Path("/etc/sudoers.d/remediate-least-privilege")  # no dot: sudo skips such names
 SERVICE: tuple[ServiceKind, ...] = ("stop", "start", "status")
@@ -140,6 +141,31 @@ def lab() -> Iterator[ServicesLab]:
     finally:
         shutil.rmtree(base, ignore_errors=True)
         remove_account(account)
+
+
+def test_doctor_names_each_missing_sudoers_line_and_is_ok_with_them(lab: ServicesLab) -> None:
+    """Without the lines: CRITICAL, each service command of each broker named with its line
+    (asked with `sudo -n -l`, nothing stopped or started); with them, every item in place."""
+    pids = lab.pids()
+    lab.sudoers.revoke()
+    refused = run_cli("doctor", "-c", str(lab.runs.config), "--json")
+    document = json.loads(refused.stdout)
+    assert refused.returncode == 2, document
+    sudo = {
+        (f["where"], f["item"]): f for f in document["findings"] if f["item"].startswith("sudo")
+    }
+    assert len(sudo) == 9 and all(f["status"] == "CRITICAL" for f in sudo.values()), sudo
+    (line,) = lab.service_lines(2, "start")
+    assert line in sudo[("broker 2", "sudo: start")]["fix"]
+    lab.sudoers.grant()
+    try:
+        done = run_cli("doctor", "-c", str(lab.runs.config), "--json")
+    finally:
+        lab.sudoers.revoke()
+    document = json.loads(done.stdout)
+    problems = [f for f in document["findings"] if f["status"] != "OK"]
+    assert (done.returncode, problems) == (0, []), document
+    assert lab.pids() == pids
 
 
 @pytest.mark.fault(
