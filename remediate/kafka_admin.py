@@ -333,14 +333,35 @@ class KafkaPythonAdmin:
         return None if said == "OK" else str(said)
 
     def cluster_operations(self) -> frozenset[str] | None:
-        # DescribeCluster (Metadata on brokers before 2.8) with the cluster's authorized
-        # operations: all of them where no authorizer runs, as Kafka answers.
+        # DescribeCluster with the cluster's authorized operations (all of them where no
+        # authorizer runs, as Kafka answers). Sent through the client's own connections:
+        # kafka-python 3.0's describe_cluster() reads a field DescribeCluster has only from
+        # version 1 (Kafka 3.7) and fails on every earlier broker with KeyError.
+        from kafka.admin import ACLOperation  # noqa: PLC0415
+        from kafka.protocol.admin.cluster import DescribeClusterRequest  # noqa: PLC0415
+
+        manager = self._client._manager
+
+        async def describe() -> Any:
+            request = DescribeClusterRequest(include_cluster_authorized_operations=True)
+            return await manager.send(request)
+
         with asking("DescribeCluster", self._errors):
-            described = self._client.describe_cluster()
-        operations = described.get("authorized_operations")
-        if not operations:  # not asked for, or not told (Kafka's "unspecified")
+            response = manager.run(describe)
+        if response.error_code:
             return None
-        return frozenset(str(op) for op in operations)
+        told = response.authorized_operations
+        if isinstance(told, int):  # a bitfield, or Kafka's "not told" (INT32 minimum)
+            if told < 0:
+                return None
+            told = [op for op in range(32) if told & (1 << op)]
+        names: set[str] = set()
+        for op in told:
+            try:
+                names.add(ACLOperation(op).name)
+            except ValueError:  # an operation newer than this client
+                continue
+        return frozenset(names - {"UNKNOWN", "ANY", "ALL"}) or None
 
     def close(self) -> None:
         with asking("the admin client's close", self._errors):

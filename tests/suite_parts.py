@@ -127,9 +127,13 @@ class SuiteParts:
 
 # -- side by side ------------------------------------------------------------------------------
 
-# Tests that change what every test on the machine shares: the sudo tests' account and rule.
+# Tests that change what every test on the machine shares: the sudo tests' accounts and rules.
 MACHINE = "machine"
-MACHINE_MODULES = ("tests/execute/test_sudo_sandbox.py", "tests/collect/test_sudo_transport.py")
+MACHINE_MODULES = (
+    "tests/execute/test_sudo_sandbox.py",
+    "tests/collect/test_sudo_transport.py",
+    "tests/execute/test_least_privilege.py",
+)
 SHARED_SCOPES = frozenset({"module", "class", "package"})
 # Which parts go out first (the most expensive groups), the cheapest last.
 REAL_KAFKA = "real Kafka"

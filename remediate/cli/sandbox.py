@@ -123,6 +123,13 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
     " certificates required) or sasl_ssl (SCRAM-SHA-512 over TLS). The sandbox makes the CA,"
     " the certificates and the SCRAM users (DIR/tls/) and cluster.yaml's kafka section.",
 )
+@click.option(
+    "--zookeeper-acl",
+    is_flag=True,
+    help="ZooKeeper as production runs it: SASL logins, real brokers with"
+    " zookeeper.set.acl=true logging in as kafka, the tool as remediate, an identity of its own"
+    " (DIR/zk-auth/; cluster.yaml's zookeeper.auth).",
+)
 @json_option
 def up(
     directory: Path,
@@ -135,6 +142,7 @@ def up(
     broker_properties: tuple[str, ...],
     tuning: str,
     kafka_security: str,
+    zookeeper_acl: bool,
     as_json: bool,
 ) -> None:
     """Start ZooKeeper and the brokers; write DIR/cluster.yaml. Safe to run twice."""
@@ -161,6 +169,7 @@ def up(
             properties=properties or None,
             tuning=jvm_broker.Tuning(tuning),
             kafka_security=security.KafkaSecurity(kafka_security),
+            zookeeper_acl=zookeeper_acl,
         )
     _show_status(directory, as_json)
 

@@ -43,7 +43,14 @@ from remediate.sandbox.emulated.config import (
     write_server_properties,
 )
 from remediate.sandbox.plumbing import process, sshd, zkserver
-from remediate.sandbox.real import class_archive, jvm_broker, kafka_jars, releases, security
+from remediate.sandbox.real import (
+    class_archive,
+    jvm_broker,
+    kafka_jars,
+    releases,
+    security,
+    zk_auth,
+)
 
 BROKER_MARKER = "remediate.sandbox.emulated.broker"
 ZOOKEEPER_MARKER = "QuorumPeerMain"
@@ -99,6 +106,12 @@ class SandboxState:
     tuning: str = jvm_broker.Tuning.KAFKA
     # Kafka's listener: plaintext, or secured (real/security.py: mTLS, SASL_SSL with SCRAM).
     kafka_security: str = security.KafkaSecurity.PLAINTEXT
+    # ZooKeeper with SASL logins and brokers with zookeeper.set.acl=true (real/zk_auth.py).
+    zookeeper_acl: bool = False
+
+    @property
+    def zk_auth_files(self) -> zk_auth.ZkAuthFiles:
+        return zk_auth.ZkAuthFiles(Path(self.directory) / zk_auth.DIRECTORY)
 
     @property
     def listener_security(self) -> security.KafkaSecurity:
@@ -198,8 +211,19 @@ def start_zookeeper(directory: Path, state: SandboxState) -> int:
     if pid is not None:
         return pid
     zk_dir = directory / "zookeeper"
-    zkserver.write_config(zk_dir, state.zookeeper_host, state.zookeeper_port)
-    pid = zkserver.start(zk_dir, state.zookeeper_host, state.zookeeper_port)
+    acl = state.zookeeper_acl
+    zkserver.write_config(
+        zk_dir,
+        state.zookeeper_host,
+        state.zookeeper_port,
+        extra=zk_auth.server_settings() if acl else None,
+    )
+    pid = zkserver.start(
+        zk_dir,
+        state.zookeeper_host,
+        state.zookeeper_port,
+        jvm_flags=zk_auth.server_jvm_flags(state.zk_auth_files) if acl else (),
+    )
     (zk_dir / "zookeeper.pid").write_text(f"{pid}\n")
     return pid
 
@@ -233,6 +257,9 @@ def start_broker(
                 log4j=directory / LOG4J_FILE,
                 tuning=jvm_broker.Tuning(state.tuning),
                 archive=class_archive.usable(real),
+                extra_flags=(
+                    zk_auth.broker_jvm_flags(state.zk_auth_files) if state.zookeeper_acl else ()
+                ),
             )
         pid = process.spawn_detached(command, log_path=root / "logs" / "kafkaServer.out")
         (root / "broker.pid").write_text(f"{pid}\n")
@@ -317,7 +344,12 @@ def kill_broker(directory: Path, broker_id: int) -> bool:
 
 
 def zk_client(state: SandboxState, timeout: float = 10.0) -> KazooClient:
-    client = KazooClient(hosts=state.zk_connect, timeout=timeout)
+    """A session for the sandbox's own tools: where ZooKeeper takes logins, as Kafka (whose
+    znodes only Kafka may change), as Kafka's own tools log in with Kafka's JAAS file."""
+    options: dict[str, Any] = {}
+    if state.zookeeper_acl:
+        options["sasl_options"] = zk_auth.sasl_options(state.zk_auth_files)
+    client = KazooClient(hosts=state.zk_connect, timeout=timeout, **options)
     client.start(timeout=timeout)
     return client
 
@@ -412,6 +444,7 @@ def up(
     properties: dict[str, str] | None = None,
     tuning: jvm_broker.Tuning | None = None,
     kafka_security: security.KafkaSecurity = security.KafkaSecurity.PLAINTEXT,
+    zookeeper_acl: bool = False,
 ) -> SandboxState:
     """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up.
 
@@ -423,6 +456,11 @@ def up(
     short, either way."""
     directory = directory.resolve()
     real, kafka_version = _brokers_asked(kafka, kafka_version, kafka_security)
+    if zookeeper_acl and real is None:
+        raise SandboxError(
+            "--zookeeper-acl needs real brokers (--kafka real-<version>): the emulator does not"
+            " log in to ZooKeeper"
+        )
     fresh = not (directory / STATE_FILE).exists()
     if not fresh:
         state = load_state(directory)
@@ -439,9 +477,12 @@ def up(
             kafka=kafka,
             tuning=tuning or default_tuning(),
             kafka_security=kafka_security,
+            zookeeper_acl=zookeeper_acl,
         )
         if real is not None:
             jvm_broker.write_log4j(directory / LOG4J_FILE)
+        if zookeeper_acl:
+            zk_auth.make_material(state.zk_auth_files)
         if kafka_security is not security.KafkaSecurity.PLAINTEXT:
             hosts = {b: broker_host(b) for b in range(1, brokers + 1)}
             security.make_material(state.security_files.directory, hosts)
@@ -543,6 +584,8 @@ def _lay_out_broker(
     secured = security.broker_properties(
         state.listener_security, state.security_files, broker_id=broker_id, host=host, port=port
     )
+    if state.zookeeper_acl:
+        secured = {**secured, **zk_auth.broker_properties()}
     jvm_broker.write_server_properties(
         root / "server.properties",
         jvm_broker.server_properties(
@@ -681,7 +724,23 @@ def write_cluster_yaml(directory: Path, state: SandboxState) -> Path:
         brokers.append(entry)
     document: dict[str, Any] = {
         "cluster": f"sandbox-{directory.name}",
-        "zookeeper": {"connect": state.zk_connect, "session_timeout_s": 10},
+        "zookeeper": {
+            "connect": state.zk_connect,
+            "session_timeout_s": 10,
+            # The tool's own identity; the znodes it creates are Kafka's to manage too.
+            **(
+                {
+                    "auth": {
+                        "scheme": "sasl",
+                        "username": zk_auth.TOOL_USER,
+                        "password_file": str(state.zk_auth_files.password(zk_auth.TOOL_USER)),
+                    },
+                    "acl_also": [f"sasl:{zk_auth.KAFKA_USER}"],
+                }
+                if state.zookeeper_acl
+                else {}
+            ),
+        },
         "brokers": brokers,
         "service": {
             "stop": f"{base} stop --id {{broker_id}} {where}",

@@ -21,7 +21,7 @@ from remediate.formats.logdir import validate_topic_name
 from remediate.formats.znodes import TopicAssignment
 from remediate.sandbox import admin
 from remediate.sandbox.cluster import SandboxState, java_executable
-from remediate.sandbox.real import kafka_jars
+from remediate.sandbox.real import kafka_jars, zk_auth
 
 TOPIC_COMMAND = "kafka.admin.TopicCommand"
 LOG4J = """\
@@ -47,6 +47,9 @@ def topic_command(state: SandboxState, *args: str, timeout: float = 120.0) -> st
         # start it in less CPU than the server VM's defaults (what it writes is the same).
         "-XX:TieredStopAtLevel=1",
         "-XX:+UseSerialGC",
+        # Where ZooKeeper takes logins: as Kafka, with Kafka's JAAS file, as an operator runs
+        # Kafka's tools (what it creates then carries Kafka's ACLs).
+        *(zk_auth.broker_jvm_flags(state.zk_auth_files) if state.zookeeper_acl else ()),
         f"-Dlog4j.configuration=file:{log4j}",
         f"-Dkafka.logs.dir={logs}",
         "-cp",

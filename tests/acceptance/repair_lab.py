@@ -109,6 +109,7 @@ def reproduce_and_plan(
     upgrade_to: str | None = None,
     prepare: Callable[[Path, cluster.SandboxState], None] | None = None,
     kafka_security: KafkaSecurity = KafkaSecurity.PLAINTEXT,
+    zookeeper_acl: bool = False,
 ) -> Reproduced:
     """`sandbox up` (2.8: the emulator, or real Kafka 2.8.2 with `kafka="real-2.8.2"`), a
     healthy BYSTANDER topic, the incident's eight steps on TOPIC, then
@@ -121,7 +122,8 @@ def reproduce_and_plan(
     broker's settings beyond the sandbox's. `upgrade_to`: step 8's restart is a rolling
     upgrade's step to this real release. `prepare`: what to do to the sandbox once it is up,
     before cluster.yaml's changes and the incident (it may start it again and rewrite
-    cluster.yaml)."""
+    cluster.yaml). `zookeeper_acl`: brokers with zookeeper.set.acl=true logging in to a
+    ZooKeeper that takes SASL logins, the tool with an identity of its own."""
     state = cluster.up(
         directory,
         brokers=brokers,
@@ -130,6 +132,7 @@ def reproduce_and_plan(
         log_dirs_per_broker=log_dirs,
         properties=properties,
         kafka_security=kafka_security,
+        zookeeper_acl=zookeeper_acl,
     )
     try:
         if prepare is not None:

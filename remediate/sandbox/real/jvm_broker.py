@@ -168,12 +168,13 @@ def java_command(
     tuning: Tuning,
     archive: Path | None = None,
     dump_classes_to: Path | None = None,
+    extra_flags: tuple[str, ...] = (),
 ) -> list[str]:
     """A JVM of the release's classpath running `main`: a broker (MAIN_CLASS and its
     server.properties, whose path in the command line is how the sandbox knows its pid), a
     KRaft controller, one of Kafka's tools. `archive`: the release's class-data archive to map
     (class_archive.py; a JVM that cannot map it runs without it); `dump_classes_to`: where to
-    write one at exit."""
+    write one at exit; `extra_flags`: JVM flags of the sandbox's (a JAAS file)."""
     sharing: list[str] = []
     if archive is not None:
         sharing = [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", "-Xlog:cds=off"]
@@ -183,6 +184,7 @@ def java_command(
         java,
         *jvm_flags(tuning),
         *sharing,
+        *extra_flags,
         f"-Dlog4j.configuration=file:{log4j}",
         f"-Dkafka.logs.dir={logs_dir}",
         "-cp",
