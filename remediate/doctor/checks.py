@@ -187,6 +187,11 @@ def _operations(admin: KafkaAdmin) -> Finding:
         granted = admin.cluster_operations()
     except KafkaAdminError as exc:
         return unknown("kafka ACLs", CLUSTER, f"DescribeCluster failed: {exc}")
+    return operations_finding(granted)
+
+
+def operations_finding(granted: frozenset[str] | None) -> Finding:
+    """What the Cluster operations Kafka authorizes mean for the repairs (None: not told)."""
     if granted is None:
         return unknown("kafka ACLs", CLUSTER, "the brokers did not tell the authorized operations")
     missing = [op for op in MOVE_OPERATIONS if op not in granted]

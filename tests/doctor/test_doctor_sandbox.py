@@ -148,6 +148,19 @@ def test_no_kafka_section(lab: DoctorLab) -> None:
     assert listener["status"] == "CRITICAL" and "plan with steps is refused" in listener["detail"]
 
 
+def test_a_kafka_listener_out_of_reach(lab: DoctorLab) -> None:
+    port = free_port("127.0.0.1")
+
+    def change(s: dict[str, Any]) -> None:
+        s["kafka"] = {"bootstrap": [f"127.0.0.1:{port}"], "request_timeout_s": 2}
+
+    code, document = doctor(lab.variant("kafka-away", change))
+    assert code == 2
+    listener = finding(document, "kafka listener", "cluster")
+    assert listener["status"] == "CRITICAL" and f"127.0.0.1:{port}" in listener["detail"]
+    assert "bootstrap" in listener["fix"]
+
+
 def test_a_host_key_not_in_known_hosts(lab: DoctorLab) -> None:
     known = Path(lab.settings["ssh"]["known_hosts"])
     broker = lab.state.broker(2)

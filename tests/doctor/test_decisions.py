@@ -1,10 +1,12 @@
-"""The ZooKeeper rights doctor asks for, judged from ACLs on plain data."""
+"""What doctor decides, on plain data: the ZooKeeper rights from ACLs, the Cluster operations
+the moves need, and the exit code of all its findings."""
 
 from __future__ import annotations
 
 import pytest
 from kazoo.security import make_digest_acl_credential
 
+from remediate.doctor.checks import operations_finding
 from remediate.doctor.model import Diagnosis, Finding, Status
 from remediate.doctor.zk_rights import (
     ALL,
@@ -135,3 +137,21 @@ def test_the_exit_code_is_the_worst_finding(statuses: list[Status], exit_code: i
     assert document["exit_code"] == exit_code and len(document["findings"]) == len(statuses)
     first = diagnosis.lines()[0]
     assert first.startswith(f"doctor {diagnosis.status}"), first
+
+
+@pytest.mark.parametrize(
+    ("granted", "status", "said"),
+    [
+        (frozenset({"DESCRIBE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "READ"}), "OK", ""),
+        (frozenset({"DESCRIBE", "DESCRIBE_CONFIGS"}), "WARNING", "no ALTER, ALTER_CONFIGS"),
+        (frozenset({"CLUSTER_ACTION"}), "WARNING", "no DESCRIBE, ALTER, DESCRIBE_CONFIGS, ALTER"),
+        (None, "UNKNOWN", "did not tell"),
+    ],
+)
+def test_the_cluster_operations_the_moves_need(
+    granted: frozenset[str] | None, status: str, said: str
+) -> None:
+    finding = operations_finding(granted)
+    assert finding.status == status and said in finding.detail, finding
+    if status == "WARNING":
+        assert finding.fix.startswith("grant the principal")
