@@ -301,3 +301,37 @@ def test_the_documented_ssh_section_loads(tmp_path: Path, monkeypatch: pytest.Mo
     assert config.ssh is not None and config.ssh.agent and config.ssh.user is None
     assert config.ssh.config_file == Path("~/.ssh/config").expanduser()
     assert config.sudo_mode(1) == "services"
+
+
+def test_known_hosts_collected_as_the_docs_say(bastion: Bastion, tmp_path: Path) -> None:
+    """docs/configuration.md's `ssh-keyscan -t ed25519 -p PORT HOST`, run from the bastion's
+    side of things (here: this machine, which reaches the broker's address), gives the line
+    the broker's sshd was started with, and the tool connects with that file alone."""
+    broker = bastion.broker
+    scanned = subprocess.run(
+        ["ssh-keyscan", "-t", "ed25519", "-p", str(broker.ssh_port), broker.host],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout
+    known = tmp_path / "known_hosts_kafka"
+    known.write_text(scanned)
+    generated = (bastion.directory / "ssh" / "known_hosts").read_text().splitlines()
+    (line,) = [g for g in generated if g.startswith(f"[{broker.host}]:{broker.ssh_port} ")]
+    assert scanned.split() == line.split()
+    fingerprint = subprocess.run(
+        ["ssh-keygen", "-lf", str(known)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "ED25519" in fingerprint
+    config = cluster(
+        tmp_path,
+        {
+            "user": "root",
+            "key_file": str(bastion.key),
+            "port": broker.ssh_port,
+            "known_hosts": str(known),
+        },
+        host=broker.host,
+    )
+    assert run(config)
