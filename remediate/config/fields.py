@@ -224,6 +224,15 @@ def _command_template(value: object) -> str:
     return command
 
 
+def _hook_command(value: object) -> str:
+    command = text(value, "a command")
+    if command.strip() == "":
+        fail("a non-empty command", show(command))
+    if CONTROL.search(command):
+        fail("a single-line command without control characters", show(command))
+    return command
+
+
 # How commands on a broker run: as the ssh user ("none"), every one as root through sudo
 # ("all", `sudo: true`), or only the service commands, each as its own program ("services").
 SudoMode = Literal["none", "all", "services"]
@@ -413,6 +422,8 @@ ServiceCommandTimeout = Annotated[
 ]
 ConnectTimeout = Annotated[float, BeforeValidator(seconds(0, 600, low_inclusive=False))]
 CommandTemplate = Annotated[str, BeforeValidator(_command_template)]
+HookCommand = Annotated[str, BeforeValidator(_hook_command)]
+HookTimeout = Annotated[float, BeforeValidator(seconds(0, 3600, low_inclusive=False))]
 Sudo = Annotated[SudoMode, BeforeValidator(_sudo), PlainSerializer(_sudo_out)]
 SparkMaster = Annotated[str, BeforeValidator(_spark_master)]
 SparkConf = Annotated[

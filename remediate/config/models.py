@@ -32,6 +32,8 @@ from remediate.config.fields import (
     ConnectTimeout,
     EnvName,
     FrozenStrMap,
+    HookCommand,
+    HookTimeout,
     Host,
     InSyncTimeout,
     JumpHost,
@@ -311,6 +313,18 @@ class SshConfig(_Model):
         return self
 
 
+class HooksConfig(_Model):
+    """Commands on this host around each batch of broker restarts (docs/commands.md, "Hooks"):
+    `before_batch` once the gate has passed and before the first broker of the batch stops,
+    `after_batch` once every broker of the batch is back in sync. Each runs with /bin/sh in
+    cluster.yaml's directory, with the run id, the batch's broker ids and hosts in its
+    environment, and must end within `timeout_s`; a failing hook halts the run."""
+
+    before_batch: HookCommand | None = None
+    after_batch: HookCommand | None = None
+    timeout_s: HookTimeout = 60.0
+
+
 class ServiceConfig(_Model):
     """Service command templates; {broker_id} and {host} are the only placeholders."""
 
@@ -425,6 +439,7 @@ class ClusterConfig(_Model):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     kafka: KafkaConfig | None = None
     timeouts: ClusterTimeouts | None = None
+    hooks: HooksConfig | None = None
 
     _source: str = PrivateAttr(default="cluster.yaml")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)

@@ -9,6 +9,7 @@ from typing import Any
 
 from remediate.collect.collector import inspect_broker, read_server_properties
 from remediate.errors import FormatError, HaltedError, StopRequestedError, TransportError
+from remediate.execute import hooks
 from remediate.execute.backup import backup_files, delete_backed_up, verify_backup
 from remediate.execute.decisions import files_disagreeing, stale_holders
 from remediate.execute.journal import JournalEvent
@@ -135,7 +136,7 @@ class RestartRun(StepRun[RestartStep]):
                     continue
                 act(key, self.pre_gate)
             elif action == Action.STOP:
-                act(key, self.stop, destructive=True)
+                self._hooked_stop(key)
             elif action == Action.BACKUP:
                 act(key, self.backup, destructive=True)
             elif action == Action.DELETE:
@@ -147,12 +148,43 @@ class RestartRun(StepRun[RestartStep]):
                 act(key, partial(self.wait_registered, retried))
             elif action == Action.WAIT_IN_SYNC:
                 act(key, self.wait_in_sync)
+                self.hook(hooks.AFTER, RunAction.HOOK_AFTER, once=True)
             elif action == Action.VERIFY_TOPIC_IDS:
                 act(key, self.verify)
             else:
                 raise HaltedError(f"step {self.index + 1}: unknown action {action!r} in the plan")
         if Action.DELETE in self.step.actions:
             self.ledger.repaired |= {ReplicaRef(self.broker, tp) for tp in self.targeted}
+
+    def _hooked_stop(self, key: StepKey) -> None:
+        if not self.recorder.finished(key):
+            # Again on a resume that has not stopped the broker yet: a silence the hook set
+            # may have ended meanwhile.
+            self.hook(hooks.BEFORE, RunAction.HOOK_BEFORE, once=False)
+        self.recorder.act(key, self.stop, destructive=True)
+
+    def hook(self, name: str, action: RunAction, *, once: bool) -> None:
+        """cluster.yaml's hook `name` around this step's batch (its one broker), if set."""
+        config = self.services.config
+        command = getattr(config.hooks, name, None) if config.hooks is not None else None
+        if command is None or config.hooks is None:
+            return
+        timeout_s = config.hooks.timeout_s
+        env = hooks.hook_environment(
+            hook=name,
+            run_id=self.recorder.journal.run_id,
+            cluster=config.cluster,
+            step=self.index + 1,
+            brokers=[self.broker],
+            hosts=[config.broker(self.broker).host],
+        )
+        self.recorder.act(
+            self.key(action),
+            lambda: hooks.run_hook(
+                name, command, env=env, cwd=config.base_dir, timeout_s=timeout_s
+            ),
+            once=once,
+        )
 
     # -- the actions --------------------------------------------------------------------------
 

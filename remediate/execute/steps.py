@@ -52,6 +52,9 @@ class RunAction(StrEnum):
     # A broker the run stopped, started again because a signal asked the run to stop before
     # its files were deleted (the stop, and the backup if made, are then undone).
     START_AGAIN = "start again"
+    # cluster.yaml's hooks around a batch of restarts (remediate/execute/hooks.py).
+    HOOK_BEFORE = "hook before-batch"
+    HOOK_AFTER = "hook after-batch"
 
 
 # A rollback's actions, broker by broker.

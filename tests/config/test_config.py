@@ -448,6 +448,33 @@ def test_sudo_services_wants_each_service_command_as_one_program(
     assert parse(changed(FULL, ("service",), service)).sudo_mode(1) == "none"
 
 
+def test_hooks_are_optional_commands_with_a_timeout() -> None:
+    assert parse(FULL).hooks is None
+    document = changed(FULL, ("hooks",), {"before_batch": "/usr/local/bin/silence --for 30m"})
+    hooks = parse(document).hooks
+    assert hooks is not None
+    assert (hooks.before_batch, hooks.after_batch, hooks.timeout_s) == (
+        "/usr/local/bin/silence --for 30m",
+        None,
+        60.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("hooks", "field", "expected"),
+    [
+        ({"before_batch": ""}, "hooks.before_batch", "a non-empty command"),
+        ({"after_batch": "a\nb"}, "hooks.after_batch", "a single-line command"),
+        ({"timeout_s": 0}, "hooks.timeout_s", "seconds"),
+        ({"before": "x"}, "hooks.before", "did you mean 'before_batch'"),
+    ],
+)
+def test_a_bad_hook_is_named(hooks: dict[str, Any], field: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse(changed(FULL, ("hooks",), hooks))
+    assert f"{field}:" in str(info.value) and expected.lower() in str(info.value).lower()
+
+
 def test_sudo_services_takes_placeholders_in_the_arguments() -> None:
     service = {**SIMPLE_SERVICE, "stop": "/usr/local/bin/kafka-ctl stop {broker_id} {host}"}
     document = changed(changed(FULL, ("service",), service), ("ssh", "sudo"), "services")
