@@ -13,7 +13,17 @@ from rich.table import Table
 from rich.text import Text
 
 from remediate.plan import MoveStep, Plan, Prediction, RestoreStep, TriggerStep
-from remediate.plan.model import by_name, names
+from remediate.plan.moves import ReplicaMove
+from remediate.plan.summary import (
+    LIMIT,
+    by_topic,
+    file_lines,
+    impact_lines,
+    names_text,
+    partition_lines,
+    partitions_text,
+    phase_groups,
+)
 from remediate.playbook import Timeouts
 from remediate.state import TopicPartition
 
@@ -30,18 +40,18 @@ def _model_lines(plan: Plan) -> list[object]:
         impact = Text(
             "\nmade unavailable that are available now (approve to accept):\n", style="bold yellow"
         )
-        for tp, phases in by_name(plan.newly_unavailable):
-            impact.append(f"  - {tp}: {', '.join(phases)}\n")
+        for tps, phases in phase_groups(plan.newly_unavailable):
+            impact.append(f"  - {tps}: {', '.join(phases)}\n")
         parts.append(impact)
     if plan.unavailable_now:
-        parts.append(Text(f"\nunavailable now: {', '.join(names(plan.unavailable_now))}\n"))
+        parts.append(Text(f"\nunavailable now: {partitions_text(plan.unavailable_now)}\n"))
     if plan.candidates:
         weighed = Text("\ncandidates:\n")
         for c in plan.candidates:
             mark = "chosen" if c.chosen else f"--candidate {c.name}"
             weighed.append(
                 f"  - {c.name} ({mark}): {c.restarts} restart(s), newly unavailable"
-                f" {', '.join(names(c.newly_unavailable)) or 'none'}, {c.unavailable_phases}"
+                f" {partitions_text(c.newly_unavailable) or 'none'}, {c.unavailable_phases}"
                 f" unavailable phase(s), converges {'yes' if c.converges else 'no'}"
                 + (
                     "; copies "
@@ -142,9 +152,9 @@ def plan_table(plan: Plan) -> Group:
                 str(number),
                 f"none (restore {step.topic})",
                 step.reason,
-                "\n".join(names(step.partitions)),
+                "\n".join(partition_lines(step.partitions)),
                 f"znode /brokers/topics/{step.topic} v{step.znode_version}",
-                "\n".join(step.impact),
+                "\n".join(impact_lines(step.impact)),
             )
             continue
         if isinstance(step, MoveStep):
@@ -152,11 +162,8 @@ def plan_table(plan: Plan) -> Group:
                 str(number),
                 ", ".join(str(b) for b in step.brokers) + " (no restart)",
                 step.reason,
-                "\n".join(names(step.partitions)),
-                "\n".join(
-                    f"broker {m.broker} {m.partition}: {m.from_dir} -> {m.to_dir}"
-                    for m in step.moves
-                ),
+                "\n".join(partition_lines(step.partitions)),
+                "\n".join(_move_lines(step, arrow="->", quote="")),
                 f"none; copies {_bytes(sum(m.size for m in step.moves))} on the broker's disk"
                 + _throttle(step),
             )
@@ -166,7 +173,7 @@ def plan_table(plan: Plan) -> Group:
                 str(number),
                 "none (reassign to the same replicas)",
                 step.reason,
-                "\n".join(names(step.partitions)),
+                "\n".join(partition_lines(step.partitions)),
                 "",
                 "a leader epoch bump per partition",
             )
@@ -175,9 +182,9 @@ def plan_table(plan: Plan) -> Group:
             str(number),
             f"{step.broker}" + (" (controller)" if step.is_controller else ""),
             step.reason,
-            "\n".join(names(step.partitions)),
-            "\n".join(step.files),
-            "\n".join(step.impact) or "no in-sync replica lost",
+            "\n".join(partition_lines(step.partitions)),
+            "\n".join(file_lines(step.files)),
+            "\n".join(impact_lines(step.impact)) or "no in-sync replica lost",
         )
     parts: list[object] = [header, table]
     parts += _model_lines(plan)
@@ -200,7 +207,32 @@ def plan_table(plan: Plan) -> Group:
 
 
 def _names(partitions: Iterable[TopicPartition]) -> str:
-    return ", ".join(f"`{tp}`" for tp in partitions)
+    return partitions_text(tuple(partitions), quote="`")
+
+
+def _move_lines(step: MoveStep, *, arrow: str, quote: str) -> list[str]:
+    """Each replica's move, or past the summary's limit one line per broker and log dirs."""
+    if len(step.moves) <= LIMIT:
+        return [
+            f"broker {m.broker}, {quote}{m.partition}{quote}: {quote}{m.from_dir}{quote} {arrow}"
+            f" {quote}{m.to_dir}{quote} ({_bytes(m.size)})"
+            if quote
+            else f"broker {m.broker} {m.partition}: {m.from_dir} {arrow} {m.to_dir}"
+            for m in step.moves
+        ]
+    grouped: dict[tuple[int, str, str], list[ReplicaMove]] = {}
+    for m in step.moves:
+        grouped.setdefault((m.broker, m.from_dir, m.to_dir), []).append(m)
+    return [
+        f"broker {broker}: {len(moved)} replica(s) {quote}{src}{quote} {arrow} {quote}{dst}{quote}"
+        f" ({_bytes(sum(m.size for m in moved))}): {by_topic(m.partition for m in moved)}"
+        for (broker, src, dst), moved in sorted(grouped.items())
+    ]
+
+
+def _quoted(partitions: str) -> str:
+    """A partition's name in backticks; a summary of many as it is."""
+    return partitions if " " in partitions else f"`{partitions}`"
 
 
 def _impact_markdown(plan: Plan) -> list[str]:
@@ -219,7 +251,8 @@ def _impact_markdown(plan: Plan) -> list[str]:
             "|---|---|",
         ]
         lines += [
-            f"| `{tp}` | {', '.join(phases)} |" for tp, phases in by_name(plan.newly_unavailable)
+            f"| {_quoted(tps)} | {', '.join(phases)} |"
+            for tps, phases in phase_groups(plan.newly_unavailable)
         ]
         lines.append("")
         if plan.min_isr is not None:
@@ -264,7 +297,8 @@ def _candidates_markdown(plan: Plan) -> list[str]:
             lines += [f"Not possible for some topics: {c.blocked}", ""]
         if c.windows:
             lines += [
-                f"- `{tp}`: unavailable {', '.join(phases)}" for tp, phases in by_name(c.windows)
+                f"- {_quoted(tps)}: unavailable {', '.join(phases)}"
+                for tps, phases in phase_groups(c.windows)
             ] + [""]
         if not c.chosen:
             lines += [f"To plan this one instead: `--candidate {c.name}`.", ""]
@@ -354,7 +388,10 @@ def plan_markdown(
             ]
             if step.rolled_later:
                 lines += ["Replicas that keep the other id until the restarts below:", ""]
-                lines += [f"- {r}" for r in step.rolled_later] + [""]
+                kept = list(step.rolled_later)
+                lines += [f"- {r}" for r in kept[:LIMIT]]
+                lines += [f"- and {len(kept) - LIMIT} more"] if len(kept) > LIMIT else []
+                lines += [""]
             continue
         if isinstance(step, MoveStep):
             lines += [
@@ -367,11 +404,7 @@ def plan_markdown(
                 f"Copies {_bytes(sum(m.size for m in step.moves))}, each replica on its"
                 f" broker's own disk{_throttle(step)}:",
                 "",
-                *[
-                    f"- broker {m.broker}, `{m.partition}`: `{m.from_dir}` → `{m.to_dir}`"
-                    f" ({_bytes(m.size)})"
-                    for m in step.moves
-                ],
+                *[f"- {line}" for line in _move_lines(step, arrow="→", quote="`")],
                 "",
                 *_prediction_markdown(step.predicted),
             ]
@@ -384,7 +417,7 @@ def plan_markdown(
                 "",
                 "Actions: " + " → ".join(f"`{a}`" for a in step.actions),
                 "",
-                "Partitions: " + ", ".join(f"`{tp}`" for tp in step.partitions),
+                "Partitions: " + _names(step.partitions),
                 "",
                 *_prediction_markdown(step.predicted),
             ]
@@ -399,9 +432,11 @@ def plan_markdown(
                 "Files backed up, then deleted (Kafka rebuilds them with ZooKeeper's id):",
                 "",
             ]
-            lines += [f"- `{path}`" for path in step.files] + [""]
+            shown = file_lines(step.files)
+            whole = len(shown) == len(step.files)
+            lines += [f"- `{line}`" if whole else f"- {line}" for line in shown] + [""]
         lines += ["Impact while the broker is down (in-sync replicas, min.insync.replicas):", ""]
-        lines += [f"- {line}" for line in step.impact] or [
+        lines += [f"- {line}" for line in impact_lines(step.impact)] or [
             "- no partition loses an in-sync replica"
         ]
         lines.append("")
@@ -417,7 +452,10 @@ def plan_markdown(
         f"- Registered brokers: {', '.join(map(str, plan.fingerprint.brokers))}",
         f"- Controller epoch: {plan.fingerprint.controller_epoch}",
         "- Topic znode versions: "
-        + (", ".join(f"`{t}` v{v}" for t, v in plan.fingerprint.topics.items()) or "none"),
+        + (
+            names_text([f"`{t}` v{v}" for t, v in plan.fingerprint.topics.items()], shown=LIMIT)
+            or "none"
+        ),
         f"- partition.metadata files to delete: {len(plan.fingerprint.files)}",
         "",
         "## To apply",

@@ -8,7 +8,9 @@ purpose with topic names that hold '-' and digits and with topics of more than t
 digest and the sha256 of its markdown and table renderings as they were then (made again
 only when a rendering changed on purpose, after reading the diff: the timeouts lines the
 renderings gained are the only lines that differ; one plan was recorded again with the
-min.insync.replicas it resolved, its lines the only new ones). Every document
+min.insync.replicas it resolved, its lines the only new ones; one plan's renderings again when
+lists past twenty partitions became summaries (remediate/plan/summary.py): its partitions to
+approve and its impact lines, grouped by what they say). Every document
 must come back from `plan_from_json` typed, and go out again through `to_json` as the same
 bytes, in every form the plan is written (the plan file, the canonical form its digest
 covers, plain `json.dumps`), with the same digest and the same renderings.
