@@ -56,6 +56,20 @@ SMOKE: list[tuple[str, list[str], dict[str, type | tuple[type, ...]]]] = [
         ["--kafka", "emulated", "--procedures", "chosen", "manual"],
         {"figures": dict, "chosen_vs_manual": dict, "chosen_vs_predicted": dict},
     ),
+    (
+        "plan_scale.py",
+        ["--brokers", "3", "--partitions", "100", "--incident-topics", "1"],
+        {
+            "plan_s": float,
+            "phases": dict,
+            "markdown_chars": int,
+            "table_chars": int,
+            "json_chars": int,
+            "steps": int,
+            "targets": dict,
+            "met": bool,
+        },
+    ),
 ]
 
 
