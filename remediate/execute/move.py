@@ -13,6 +13,8 @@ Each action is journaled before and after and gated on state read right before i
 - the move's gate: nothing offline or below min.insync.replicas beyond the plan's
   prediction, and room left in each destination (read again with `df`);
 - a move already done is not sent again, one under way is waited for, never started twice;
+  one its broker forgot (it restarted before it made the future log: the replica is where it
+  was, with no future log) is asked again while the wait goes on;
 - a partition is triggered only once every replica the plan moved has swapped, its leader
   and at least one other in-sync replica among the ready ones; a partition already healed
   is left alone, and a trigger whose epoch bump is already in ZooKeeper is never repeated.
@@ -38,6 +40,10 @@ from remediate.plan.moves import HEADROOM, ReplicaMove
 from remediate.playbook import Action, Timeouts
 from remediate.ports import MOVE_THROTTLE, BrokerLogDirs, KafkaAdmin
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
+
+# How long a move found forgotten (its replica in the source dir with no future log) waits
+# before it is asked again: its broker may be creating the future log right now.
+RESEND_S = 10.0
 
 
 class _Admin:
@@ -282,16 +288,27 @@ class MoveRun(StepRun[MoveStep]):
 
     def wait_moved(self) -> dict[str, Any]:
         state = self.probes.read()
+        clock = self.services.clock
+        sent_again: dict[ReplicaRef, float] = {}
+        refused = [""]  # what the brokers last said to a move asked again
         with _Admin(self).open(state) as admin:
 
             def blocker() -> str | None:
                 described = _described(admin, self.step.moves)
-                left = [
-                    f"{m.partition} on broker {m.broker}"
-                    for m in self.step.moves
-                    if _where(described, m) != (m.to_dir, None)
-                ]
-                return f"not yet moved: {', '.join(left[:6])}" if left else None
+                left, lost = [], {}
+                for m in self.step.moves:
+                    current, future = _where(described, m)
+                    if (current, future) == (m.to_dir, None):
+                        continue
+                    left.append(f"{m.partition} on broker {m.broker}")
+                    replica = ReplicaRef(m.broker, m.partition)
+                    due = clock.monotonic() - sent_again.get(replica, -RESEND_S) >= RESEND_S
+                    if current is not None and future is None and due:
+                        lost[replica] = m.to_dir
+                if lost:
+                    refused[0] = self._send_again(admin, lost, sent_again)
+                said = f" (asked again, refused: {refused[0]})" if refused[0] else ""
+                return f"not yet moved: {', '.join(left[:6])}{said}" if left else None
 
             took = self.probes.wait(
                 blocker,
@@ -299,7 +316,28 @@ class MoveRun(StepRun[MoveStep]):
                 what="every replica to move to its destination",
             )
         self.services.progress(f"{len(self.step.moves)} replica(s) moved")
-        return {"moved_after_s": took}
+        result: dict[str, Any] = {"moved_after_s": took}
+        if sent_again:
+            ordered = sorted(sent_again, key=lambda r: (r.partition, r.broker))
+            result["sent_again"] = [str(r) for r in ordered]
+        return result
+
+    def _send_again(
+        self, admin: KafkaAdmin, lost: Mapping[ReplicaRef, str], sent: dict[ReplicaRef, float]
+    ) -> str:
+        """Moves their brokers forgot: a broker that restarts before it has made a replica's
+        future log keeps the replica where it was, with no future log, and would never move
+        it. Asked again (the request moves nothing that is moved or moving already); what
+        the brokers refused, for the wait's message (asked again later)."""
+        self.recorder.lock.ensure_held()
+        answers = admin.alter_replica_log_dirs(lost)
+        now = self.services.clock.monotonic()
+        for replica in lost:
+            sent[replica] = now
+        ordered = sorted(lost, key=lambda r: (r.partition, r.broker))
+        names = ", ".join(str(r) for r in ordered)
+        self.services.progress(f"moves asked again, their brokers had forgotten them: {names}")
+        return ", ".join(f"{r}: {answers[r]}" for r in ordered if answers.get(r) is not None)
 
 
 class TriggerRun(StepRun[TriggerStep]):
