@@ -49,7 +49,7 @@ PURE = "pure logic"
 BUDGET_MIN: dict[str, float] = {
     "real Kafka 2.8.2": 16.0,
     "real Kafka 3.4.1": 5.0,
-    "real Kafka 3.6.2": 5.0,
+    "real Kafka 3.6.2": 6.0,
     "real Kafka 3.9.2": 7.0,
     EMULATED: 19.0,
     FAULTS: 13.0,
