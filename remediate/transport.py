@@ -317,23 +317,27 @@ def sudo_rule(user: str) -> str:
     return f"{user} ALL=(root) NOPASSWD: {SUDO_SHELL}"
 
 
+def _host_fix(refusal: str, user: str, *, no_sudo: bool) -> str | None:
+    """What to change on the host when sudo is missing or wants a terminal; None: a rule."""
+    if no_sudo:
+        return f"install sudo there (or put it on the PATH of {user}'s login shell)"
+    if "tty" in refusal:
+        return (
+            f"its sudoers requires a terminal (requiretty): add `Defaults:{user} !requiretty`"
+            " beside the rule"
+        )
+    return None
+
+
 def sudo_refused(
     *, broker: int, where: str, kind: CommandKind, user: str, refusal: str, exit_code: int
 ) -> str:
     """The message for a command sudo would not run: which broker, which command, what sudo
     said and what to change on that host."""
-    if exit_code == 127 and "not found" in refusal:
-        fix = f"install sudo there (or put it on the PATH of {user}'s login shell)"
-    elif "tty" in refusal:
-        fix = (
-            f"its sudoers requires a terminal (requiretty): add `Defaults:{user} !requiretty`"
-            " beside the rule"
-        )
-    else:
-        fix = (
-            f"`sudo -n` never prompts: add `{sudo_rule(user)}` to that host's sudoers"
-            " (visudo -f /etc/sudoers.d/remediate)"
-        )
+    fix = _host_fix(refusal, user, no_sudo=exit_code == 127 and "not found" in refusal) or (
+        f"`sudo -n` never prompts: add `{sudo_rule(user)}` to that host's sudoers"
+        " (visudo -f /etc/sudoers.d/remediate)"
+    )
     what = f"broker {broker} ({where}): sudo did not run the {kind} ({refusal})"
     return f"{what}; {fix}; see {SUDO_DOCS}"
 
@@ -403,14 +407,8 @@ def service_refused(
     *, broker: int, where: str, kind: CommandKind, user: str, command: str, refusal: str
 ) -> str:
     """The message for a service command sudo will not run under `sudo: services`."""
-    if "tty" in refusal:
-        fix = (
-            f"its sudoers requires a terminal (requiretty): add `Defaults:{user} !requiretty`"
-            " beside the rule"
-        )
-    elif "not found" in refusal and "sudo" in refusal:
-        fix = f"install sudo there (or put it on the PATH of {user}'s login shell)"
-    else:
+    fix = _host_fix(refusal, user, no_sudo="not found" in refusal and "sudo" in refusal)
+    if fix is None:
         (line,) = sudoers_lines(user, [command])
         fix = f"add `{line}` to that host's sudoers (visudo -f /etc/sudoers.d/remediate)"
     what = f"broker {broker} ({where}): sudo will not run the {kind} `{command}` ({refusal})"

@@ -6,6 +6,7 @@ Command modules (apply, plan, scan, report, sandbox) import this and never one a
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +16,8 @@ from typing import TypeVar
 
 import click
 from rich.console import Console
+
+from remediate.exit_codes import EXIT_UNKNOWN
 
 # Output that goes to a file or a pipe ends up in on-call logs and tickets: there nothing is
 # wrapped or cut (a backup path broken across two lines cannot be copied back). Wide enough
@@ -109,3 +112,16 @@ def progress_lines(quiet: bool) -> Callable[[str], None]:
     if quiet:
         return lambda _message: None
     return lambda message: err.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {message}")
+
+
+def probe_unknown(why: str, *, as_json: bool, prefix: str = "") -> int:
+    """What a monitoring command (check, doctor) prints when it could not look at all: the
+    error on stderr, and on stdout its one line (`UNKNOWN: <why>`, what Nagios shows) or one
+    JSON document whose status is UNKNOWN; exit 3."""
+    click.echo(f"error: {why}", err=True)
+    if as_json:
+        document = {"status": "UNKNOWN", "exit_code": EXIT_UNKNOWN, "error": why}
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        click.echo(f"{prefix}UNKNOWN: {' '.join(why.split())}")
+    return EXIT_UNKNOWN

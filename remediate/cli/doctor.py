@@ -8,10 +8,9 @@ from pathlib import Path
 
 import click
 
-from remediate.cli.common import config_option, json_option
+from remediate.cli.common import config_option, json_option, probe_unknown
 from remediate.config import load_cluster_config
 from remediate.errors import RemediationError
-from remediate.exit_codes import EXIT_UNKNOWN
 
 
 @click.command()
@@ -36,14 +35,7 @@ def doctor(config_path: Path | None, as_json: bool) -> int:
 
         diagnosis = diagnose(config)
     except RemediationError as exc:
-        why = " ".join(str(exc).split())
-        click.echo(f"error: {exc}", err=True)
-        if as_json:
-            document = {"status": "UNKNOWN", "exit_code": EXIT_UNKNOWN, "error": why}
-            sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        else:
-            click.echo(f"doctor UNKNOWN: {why}")
-        return EXIT_UNKNOWN
+        return probe_unknown(str(exc), as_json=as_json, prefix="doctor ")
     if as_json:
         sys.stdout.write(json.dumps(diagnosis.to_json(), indent=2) + "\n")
     else:

@@ -14,12 +14,12 @@ from remediate.cli.common import (
     master_needs_spark,
     master_option,
     out,
+    probe_unknown,
     status_line,
 )
 from remediate.config import load_cluster_config
 from remediate.errors import RemediationError
 from remediate.execute import failpoints
-from remediate.exit_codes import EXIT_UNKNOWN
 from remediate.preflight import EVENT as KRAFT_MIGRATION
 from remediate.scan.findings import SEVERITY_RANK, ScanReport
 from remediate.scan.kinds import FindingKind, Severity
@@ -206,13 +206,7 @@ def check(
         # A probe always says something: Nagios shows the first line of stdout, a JSON
         # consumer reads one document.
         why = exc.format_message() if isinstance(exc, click.UsageError) else str(exc)
-        click.echo(f"error: {why}", err=True)
-        if as_json:
-            document = {"status": "UNKNOWN", "exit_code": EXIT_UNKNOWN, "error": why}
-            sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        else:
-            click.echo(f"UNKNOWN: {' '.join(why.split())}")
-        return EXIT_UNKNOWN
+        return probe_unknown(why, as_json=as_json)
 
 
 def _check(
