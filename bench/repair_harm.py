@@ -3,12 +3,15 @@ incident is repaired, by the plan the tool chooses, by each other repair it weig
 the seed's manual procedure; and what the plan itself predicted.
 
     .venv/bin/python bench/repair_harm.py [--kafka emulated real-2.8.2] [--brokers 3]
-                                          [--log-dirs 2]
+                                          [--log-dirs 2] [--racks N] [--partitions 3]
                                           [--procedures chosen manual keep-zk-id ...]
 
 For each kind of broker and each procedure, on a sandbox of its own (3 brokers, two log dirs
-each unless `--log-dirs` says otherwise, the incident reproduced by `sandbox reproduce`'s
-steps, RF 3, min.insync.replicas 2):
+each unless `--log-dirs` says otherwise, spread over `--racks` racks when given: `sandbox up
+--racks`; the incident reproduced by `sandbox reproduce`'s steps on a topic created with
+`--partitions` partitions, 3 more added by the legacy client, RF 3, min.insync.replicas 2;
+then a bystander topic, healthy, of as many partitions, RF 3, min.insync.replicas 2 in its
+topic config, its ISR whole before the procedure starts):
 
 1. a prober writes one record at a time with acks=all to every partition of the topic, one
    thread per partition (a 1 s delivery timeout, 50 ms between attempts). A partition counts
@@ -28,7 +31,11 @@ steps, RF 3, min.insync.replicas 2):
 4. for a plan, `predicted_ps`: each partition's unavailable phases as the plan predicts them
    (report/availability.py: before the run, during step N, after step N), each phase timed by
    the run's own journal, a step acting until its last action that changes the cluster ends
-   (a restore's election, a trigger, a restart's last action) and "after" from there.
+   (a restore's election, a trigger, a restart's last action) and "after" from there;
+5. the bystander: beside the prober, its partitions' ISR read from ZooKeeper at the prober's
+   pace (traffic.IsrSampler); `bystander_min_isr` is the smallest ISR any of them had in the
+   window, `bystander_below_min_isr` whether that is below its min.insync.replicas (acks=all
+   writes to it refused: harm the repair did to a topic it does not repair).
 
 Targets (issue 24): the chosen plan's harm at most half the manual procedure's, and within 10%
 of its own prediction. Progress goes to stderr; stdout gets exactly one JSON line.
@@ -46,6 +53,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -56,13 +64,18 @@ from remediate.config import load_cluster_config
 from remediate.execute.journal import Journal
 from remediate.execute.steps import StepKey
 from remediate.formats.logdir import PARTITION_METADATA
+from remediate.formats.znodes import partition_state_path
 from remediate.playbook import Action
 from remediate.report.availability import BEFORE, predicted_phases
 from remediate.sandbox import admin, cluster
-from remediate.sandbox.reproduce import Incident
-from remediate.sandbox.traffic import Prober
+from remediate.sandbox.reproduce import Incident, partition_states, wait_for
+from remediate.sandbox.traffic import IsrSampler, Prober
 
 TOPIC = "orders"
+# A healthy topic beside the incident's: what the repair costs the partitions it leaves alone.
+BYSTANDER = "bystander"
+BYSTANDER_RF = 3
+BYSTANDER_MIN_ISR = 2
 CANDIDATES = ("keep-zk-id", "restore-id", "move-keep-zk-id", "move-restore-id")
 PROCEDURES = ("chosen", "manual", *CANDIDATES)
 # A person's pause after a broker is back, the restart playbook's stability window.
@@ -90,26 +103,38 @@ def cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     )
 
 
+@dataclass(frozen=True)
+class Setup:
+    """One sandbox's shape: its brokers, their log dirs and racks (None: none), and the
+    partitions the incident's topic is created with (and the bystander has)."""
+
+    kafka: str
+    brokers: int = 3
+    log_dirs: int = 2
+    racks: int | None = None
+    partitions: int = 3
+
+
 @contextmanager
-def incident(
-    kafka: str, brokers: int, log_dirs: int
-) -> Iterator[tuple[Path, cluster.SandboxState, Any]]:
+def incident(setup: Setup) -> Iterator[tuple[Path, cluster.SandboxState, Any]]:
     directory = Path(tempfile.mkdtemp(prefix="repair-harm-")) / "sandbox"
     try:
         state = cluster.up(
             directory,
-            brokers=brokers,
+            brokers=setup.brokers,
             kafka_version="2.8",
-            kafka=kafka,
-            log_dirs_per_broker=log_dirs,
+            kafka=setup.kafka,
+            log_dirs_per_broker=setup.log_dirs,
+            racks=setup.racks,
         )
         zk = cluster.zk_client(state)
         try:
-            reproduction = Incident(directory, topic=TOPIC)
+            reproduction = Incident(directory, topic=TOPIC, partitions=setup.partitions)
             try:
                 reproduction.run()
             finally:
                 reproduction.close()
+            create_bystander(zk, setup.partitions)
             yield directory, state, zk
         finally:
             zk.stop()
@@ -117,6 +142,41 @@ def incident(
     finally:
         cluster.down(directory)
         shutil.rmtree(directory.parent, ignore_errors=True)
+
+
+def create_bystander(zk: Any, partitions: int) -> None:
+    """The healthy topic, created as Kafka's tools do (with its id), and waited for until
+    every partition has its whole ISR."""
+    admin.create_topic(
+        zk,
+        BYSTANDER,
+        partitions,
+        BYSTANDER_RF,
+        config={"min.insync.replicas": str(BYSTANDER_MIN_ISR)},
+    )
+    numbers = list(range(partitions))
+
+    def whole() -> bool:
+        if not all(zk.exists(partition_state_path(BYSTANDER, p)) for p in numbers):
+            return False
+        states = partition_states(zk, BYSTANDER, numbers).values()
+        return all(len(s.isr) == BYSTANDER_RF for s in states)
+
+    wait_for(whole, f"every partition of {BYSTANDER} to have its whole ISR", timeout=120)
+
+
+def bystander_figures(sampler: IsrSampler, start: float, end: float) -> dict[str, Any]:
+    """The bystander's smallest ISR within [start, end], and whether it went below its
+    min.insync.replicas; an error when no read of it fell in the window."""
+    smallest = sampler.smallest_isr(start, end)
+    if not smallest:
+        return {"error": f"no read of {BYSTANDER}'s ISR ({sampler.failed_reads} failed)"}
+    least = min(smallest.values())
+    return {"bystander_min_isr": least, "bystander_below_min_isr": least < BYSTANDER_MIN_ISR}
+
+
+def bystander_sampler(zk: Any) -> IsrSampler:
+    return IsrSampler(zk, BYSTANDER, sorted(admin.read_topic(zk, BYSTANDER)[0].partitions))
 
 
 def times(records: Sequence[Mapping[str, Any]]) -> list[float]:
@@ -178,7 +238,7 @@ def by_the_tool(
     plan = json.loads(plan_path.read_text())
     (chosen,) = [c["name"] for c in plan["candidates"] if c["chosen"]] or [candidate]
     partitions = sorted(admin.read_topic(zk, TOPIC)[0].partitions)
-    with Prober(state, zk, TOPIC, partitions) as prober:
+    with Prober(state, zk, TOPIC, partitions) as prober, bystander_sampler(zk) as sampler:
         applied = cli(
             "apply",
             "-c",
@@ -198,6 +258,7 @@ def by_the_tool(
         start, ended = at[0], at[-1]
         end = max(ended, prober.wait_all_writable(ended, limit_s=CONVERGE_LIMIT_S))
         harm = prober.unavailable(start, end)
+        bystander = bystander_figures(sampler, start, end)
     predicted = predicted_seconds(plan, records)
     return {
         "candidate": chosen,
@@ -207,6 +268,7 @@ def by_the_tool(
         "predicted_by_partition": {p: round(s, 2) for p, s in sorted(predicted.items()) if s},
         "run_s": round(ended - start, 2),
         "restarts": sum(1 for s in plan["steps"] if s["kind"] == "restart"),
+        **bystander,
     }
 
 
@@ -224,7 +286,7 @@ def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, 
     partitions = sorted(admin.read_topic(zk, TOPIC)[0].partitions)
     backup = directory / "manual-backup"
     backup.mkdir()
-    with Prober(state, zk, TOPIC, partitions) as prober:
+    with Prober(state, zk, TOPIC, partitions) as prober, bystander_sampler(zk) as sampler:
         start = time.time()
         for broker in order:
             entry = config.broker(broker)
@@ -245,31 +307,81 @@ def by_hand(directory: Path, state: cluster.SandboxState, zk: Any) -> dict[str, 
         ended = time.time()
         end = max(ended, prober.wait_all_writable(ended, limit_s=CONVERGE_LIMIT_S))
         harm = prober.unavailable(start, end)
+        bystander = bystander_figures(sampler, start, end)
     return {
         "harm_ps": round(sum(harm.values()), 2),
         "harm_by_partition": by_name(harm),
         "run_s": round(ended - start, 2),
         "restarts": len(order),
+        **bystander,
     }
 
 
-def main() -> int:
+def at_least_one(text: str) -> int:
+    """An argparse type: an integer of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer of 1 or more, got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer of 1 or more, got {value}")
+    return value
+
+
+def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--kafka", nargs="+", default=["emulated", "real-2.8.2"])
-    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument(
+        "--brokers", type=int, default=3, help=f"{BYSTANDER_RF} or more (the bystander's RF)"
+    )
     parser.add_argument(
         "--log-dirs", type=int, default=2, help="per broker; 1: no repair without restarts"
     )
+    parser.add_argument(
+        "--racks",
+        type=at_least_one,
+        default=None,
+        metavar="N",
+        help="spread the brokers over N racks (`sandbox up --racks`); default: no racks",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=at_least_one,
+        default=3,
+        metavar="P",
+        help="the incident topic's partitions before the legacy client adds 3, and the"
+        " bystander's (default: %(default)s)",
+    )
     parser.add_argument("--procedures", nargs="+", choices=PROCEDURES, default=list(PROCEDURES))
     args = parser.parse_args()
+    if args.brokers < BYSTANDER_RF:
+        parser.error(
+            f"--brokers: expected {BYSTANDER_RF} or more (the bystander topic has replication"
+            f" factor {BYSTANDER_RF}), got {args.brokers}"
+        )
+    return args
+
+
+def main() -> int:
+    args = parse_arguments()
     figures: dict[str, dict[str, Any]] = {}
     versus_manual: dict[str, float] = {}
     versus_predicted: dict[str, float] = {}
+    below: dict[str, dict[str, bool]] = {}
     for kafka in args.kafka:
         figures[kafka] = {}
+        setup = Setup(
+            kafka=kafka,
+            brokers=args.brokers,
+            log_dirs=args.log_dirs,
+            racks=args.racks,
+            partitions=args.partitions,
+        )
         for procedure in args.procedures:
             say(f"{kafka}: {procedure}")
-            with incident(kafka, args.brokers, args.log_dirs) as (directory, state, zk):
+            with incident(setup) as (directory, state, zk):
                 if procedure == "manual":
                     found = by_hand(directory, state, zk)
                 else:
@@ -278,6 +390,11 @@ def main() -> int:
                     )
             say(f"{kafka}: {procedure}: {found}")
             figures[kafka][procedure] = found
+        below[kafka] = {
+            procedure: found["bystander_below_min_isr"]
+            for procedure, found in figures[kafka].items()
+            if "bystander_below_min_isr" in found
+        }
         chosen, manual = figures[kafka].get("chosen", {}), figures[kafka].get("manual", {})
         if "harm_ps" in chosen and manual.get("harm_ps"):
             versus_manual[kafka] = round(chosen["harm_ps"] / manual["harm_ps"], 3)
@@ -290,6 +407,15 @@ def main() -> int:
                 "figures": figures,
                 "chosen_vs_manual": versus_manual,
                 "chosen_vs_predicted": versus_predicted,
+                "racks": args.racks,
+                "partitions": args.partitions,
+                "bystander": {
+                    "topic": BYSTANDER,
+                    "partitions": args.partitions,
+                    "replication_factor": BYSTANDER_RF,
+                    "min_insync_replicas": BYSTANDER_MIN_ISR,
+                },
+                "bystander_below_min_isr": below,
             },
             sort_keys=True,
         )

@@ -64,6 +64,17 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
     type=click.IntRange(1, 9),
     help="How many brokers.",
 )
+@click.option(
+    "--racks",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="Spread the brokers over N racks (N >= 1): broker.rack is rack-0, rack-1, ..."
+    " round-robin in broker id order (the first broker rack-0, the second rack-1, ...,"
+    " wrapping), in each broker's server.properties and registration, and kept across"
+    " restarts. A rack exists only through its brokers: with more racks than brokers, the"
+    " extra racks are not created. Default: no broker.rack.",
+)
 @click.option("--ssh", is_flag=True, help="Also start one sshd per broker; cluster.yaml uses ssh.")
 @click.option(
     "--kafka",
@@ -134,6 +145,7 @@ def _key_values(items: tuple[str, ...], option: str) -> dict[str, str]:
 def up(
     directory: Path,
     brokers: int,
+    racks: int | None,
     ssh: bool,
     kafka: str,
     kafka_version: str | None,
@@ -170,6 +182,7 @@ def up(
             tuning=jvm_broker.Tuning(tuning),
             kafka_security=security.KafkaSecurity(kafka_security),
             zookeeper_acl=zookeeper_acl,
+            racks=racks,
         )
     _show_status(directory, as_json)
 

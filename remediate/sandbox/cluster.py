@@ -26,6 +26,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ from remediate.sandbox.real import (
 BROKER_MARKER = "remediate.sandbox.emulated.broker"
 ZOOKEEPER_MARKER = "QuorumPeerMain"
 STATE_FILE = "sandbox.json"
+RACK_PROPERTY = "broker.rack"
 LOG4J_FILE = "kafka-log4j.properties"
 # A real broker loads its logs and registers in seconds here, but a loaded machine, or a
 # session of a killed predecessor still to expire (18 s by default), can take longer. Its
@@ -86,6 +88,8 @@ class BrokerInfo:
     # The real release this broker runs when a rolling upgrade's step changed it (`sandbox
     # broker upgrade`); None: the sandbox's (`SandboxState.kafka`).
     kafka: str | None = None
+    # Its broker.rack (in its server.properties, so a restart keeps it); None: no rack.
+    rack: str | None = None
 
 
 @dataclass
@@ -108,6 +112,8 @@ class SandboxState:
     kafka_security: str = security.KafkaSecurity.PLAINTEXT
     # ZooKeeper with SASL logins and brokers with zookeeper.set.acl=true (real/zk_auth.py).
     zookeeper_acl: bool = False
+    # How many racks `up --racks` spread the brokers over (broker_racks); None: no racks.
+    racks: int | None = None
 
     @property
     def zk_auth_files(self) -> zk_auth.ZkAuthFiles:
@@ -445,6 +451,7 @@ def up(
     tuning: jvm_broker.Tuning | None = None,
     kafka_security: security.KafkaSecurity = security.KafkaSecurity.PLAINTEXT,
     zookeeper_acl: bool = False,
+    racks: int | None = None,
 ) -> SandboxState:
     """Start ZooKeeper and the brokers; safe to run again on a sandbox that is (partly) up.
 
@@ -453,9 +460,17 @@ def up(
     written into every broker's server.properties (Kafka's keys; the emulator reads the ones
     it models). `tuning`: real brokers as Kafka ships them or as the test suite runs them
     (jvm_broker.Tuning; by default `default_tuning()`); the emulator's timers are its own,
-    short, either way."""
+    short, either way. `racks`: each broker's broker.rack, round-robin (broker_racks). The
+    layout (`brokers` to `racks`) is a new sandbox's: one already there keeps its own."""
     directory = directory.resolve()
     real, kafka_version = _brokers_asked(kafka, kafka_version, kafka_security)
+    layout = BrokerLayout(
+        brokers=brokers,
+        log_dirs_per_broker=log_dirs_per_broker,
+        properties=properties or {},
+        real=real,
+        racks=racks,
+    )
     if zookeeper_acl and real is None:
         raise SandboxError(
             "--zookeeper-acl needs real brokers (--kafka real-<version>): the emulator does not"
@@ -478,18 +493,16 @@ def up(
             tuning=tuning or default_tuning(),
             kafka_security=kafka_security,
             zookeeper_acl=zookeeper_acl,
+            racks=racks,
         )
         if real is not None:
             jvm_broker.write_log4j(directory / LOG4J_FILE)
         if zookeeper_acl:
             zk_auth.make_material(state.zk_auth_files)
         if kafka_security is not security.KafkaSecurity.PLAINTEXT:
-            hosts = {b: broker_host(b) for b in range(1, brokers + 1)}
+            hosts = {b: broker_host(b) for b in layout.broker_ids}
             security.make_material(state.security_files.directory, hosts)
-        for broker_id in range(1, brokers + 1):
-            _lay_out_broker(
-                state, broker_id, brokers, log_dirs_per_broker, properties or {}, real=real
-            )
+        lay_out_brokers(state, layout)
         save_state(state)
     try:
         start_zookeeper(directory, state)
@@ -552,24 +565,72 @@ def _brokers_asked(
     return real, kafka_version
 
 
-def _lay_out_broker(
-    state: SandboxState,
-    broker_id: int,
-    brokers: int,
-    log_dirs_per_broker: int,
-    properties: dict[str, str],
-    *,
-    real: releases.KafkaRelease | None,
-) -> None:
+def broker_racks(broker_ids: Iterable[int], racks: int | None) -> dict[int, str]:
+    """Each broker's broker.rack: `racks` racks named rack-0, rack-1, ..., round-robin in
+    ascending broker id order (the first broker rack-0, the second rack-1, ..., wrapping);
+    none without racks. A rack exists only as its brokers' setting: with more racks than
+    brokers, the racks past the last broker's are not made."""
+    if racks is None:
+        return {}
+    if racks < 1:
+        raise SandboxError(f"--racks: expected a number of racks of 1 or more, not {racks}")
+    return {broker_id: f"rack-{n % racks}" for n, broker_id in enumerate(sorted(broker_ids))}
+
+
+@dataclass(frozen=True)
+class BrokerLayout:
+    """What a new sandbox's brokers are laid out with: how many (real brokers size their
+    internal topics by it), their log dirs each, the caller's broker settings (Kafka's keys),
+    the real release (None: the emulator) and the racks (broker_racks; None: no rack unless
+    `properties` sets broker.rack for every broker)."""
+
+    brokers: int
+    log_dirs_per_broker: int = 2
+    properties: Mapping[str, str] = field(default_factory=dict)
+    real: releases.KafkaRelease | None = None
+    racks: int | None = None
+
+    def __post_init__(self) -> None:
+        broker_racks(self.broker_ids, self.racks)  # a count of racks that makes sense
+        if self.racks is not None and RACK_PROPERTY in self.properties:
+            raise SandboxError(
+                f"--racks and --broker-property {RACK_PROPERTY}=... both set every broker's"
+                f" {RACK_PROPERTY}: give one of them"
+            )
+
+    @property
+    def broker_ids(self) -> range:
+        return range(1, self.brokers + 1)
+
+    def rack_of(self, broker_id: int) -> str | None:
+        own = broker_racks(self.broker_ids, self.racks).get(broker_id)
+        return own if own is not None else self.properties.get(RACK_PROPERTY)
+
+    def properties_of(self, broker_id: int) -> dict[str, str]:
+        """The settings of broker `broker_id`: the caller's, with its broker.rack."""
+        rack = self.rack_of(broker_id)
+        return {**self.properties, **({RACK_PROPERTY: rack} if rack is not None else {})}
+
+
+def lay_out_brokers(state: SandboxState, layout: BrokerLayout) -> None:
+    """Every broker of a new sandbox: its directory, log dirs and server.properties, and its
+    place in `state` (nothing started)."""
+    for broker_id in layout.broker_ids:
+        _lay_out_broker(state, broker_id, layout)
+
+
+def _lay_out_broker(state: SandboxState, broker_id: int, layout: BrokerLayout) -> None:
     """A new broker's directory, log dirs and server.properties, and its place in `state`."""
     directory = Path(state.directory)
     host = broker_host(broker_id)
     root = broker_dir(directory, broker_id)
-    log_dirs = [str(root / f"data-{n}") for n in range(log_dirs_per_broker)]
+    log_dirs = [str(root / f"data-{n}") for n in range(layout.log_dirs_per_broker)]
     port = zkserver.free_port(host)
-    state.brokers.append(BrokerInfo(broker_id, host, port, log_dirs))
+    rack = layout.rack_of(broker_id)
+    state.brokers.append(BrokerInfo(broker_id, host, port, log_dirs, rack=rack))
     root.mkdir(parents=True, exist_ok=True)
-    if real is None:
+    properties = layout.properties_of(broker_id)
+    if layout.real is None:
         settings = BrokerSettings(
             broker_id=broker_id,
             host=host,
@@ -594,7 +655,7 @@ def _lay_out_broker(
             port=port,
             log_dirs=[Path(d) for d in log_dirs],
             zookeeper_connect=state.zk_connect,
-            brokers=brokers,
+            brokers=layout.brokers,
             tuning=jvm_broker.Tuning(state.tuning),
             overrides={**secured, **properties},
         ),
@@ -659,6 +720,7 @@ def status(directory: Path) -> dict[str, Any]:
         "kafka_version": state.kafka_version,
         "kafka": state.kafka,
         "tuning": state.tuning,
+        "racks": state.racks,
         "controller": None,
         "brokers": [],
     }
@@ -683,6 +745,7 @@ def status(directory: Path) -> dict[str, Any]:
                 "running": broker_pid(directory, broker.broker_id) is not None,
                 "registered": broker.broker_id in registered,
                 "log_dirs": broker.log_dirs,
+                "rack": broker.rack,
                 **({"ssh": f"{broker.host}:{broker.ssh_port}"} if broker.ssh_port else {}),
             }
         )

@@ -6,6 +6,8 @@ acceptance tests, the harm bench and the compatibility lab (lab/compatibility.py
   same key) until it is; every acknowledged record and every error is kept with its time.
 - `Prober` writes one new record per attempt and keeps whether each attempt was acknowledged:
   the unavailable seconds of each partition are read from it.
+- `IsrSampler` reads every partition's ISR from ZooKeeper at the prober's pace: the smallest
+  ISR each partition had within a window is read from it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
+from remediate.errors import FormatError
+from remediate.formats.znodes import decode_partition_state, partition_state_path
 from remediate.sandbox import clients, cluster
 from remediate.sandbox.records import Acked
 
@@ -154,3 +162,60 @@ class Prober:
         while time.time() < limit and not self.all_writable_since(after):
             time.sleep(0.1)
         return time.time()
+
+
+@dataclass
+class IsrSampler:
+    """The ISR size of every partition of `topic`, read from ZooKeeper every 50 ms (the
+    Prober's pace), all partitions in one pipelined round trip, each sample kept with the time
+    it was asked at. A read that fails (a dropped connection, a state being rewritten) is
+    counted in `failed_reads` and skipped: the next one is 50 ms away."""
+
+    zk: KazooClient
+    topic: str
+    partitions: Sequence[int]
+    interval_s: float = 0.05
+    samples: list[tuple[float, dict[int, int]]] = field(default_factory=list)
+    failed_reads: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __enter__(self) -> IsrSampler:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.time()
+            try:
+                sizes = self.isr_sizes()
+            except (KazooException, KazooTimeoutError, FormatError):
+                with self._lock:
+                    self.failed_reads += 1
+            else:
+                with self._lock:
+                    self.samples.append((started, sizes))
+            self._stop.wait(self.interval_s)
+
+    def isr_sizes(self) -> dict[int, int]:
+        """Each partition's ISR size in ZooKeeper now."""
+        paths = {p: partition_state_path(self.topic, p) for p in self.partitions}
+        pending = {p: self.zk.get_async(path) for p, path in paths.items()}
+        return {
+            p: len(decode_partition_state(result.get(timeout=10)[0], source=paths[p]).isr)
+            for p, result in pending.items()
+        }
+
+    def smallest_isr(self, start: float, end: float) -> dict[int, int]:
+        """Per partition, the smallest ISR size sampled within [start, end] ({} when no
+        sample falls in it)."""
+        with self._lock:
+            within = [sizes for at, sizes in self.samples if start <= at <= end]
+        return {p: min(sizes[p] for sizes in within) for p in self.partitions if within}

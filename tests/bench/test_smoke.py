@@ -53,8 +53,26 @@ SMOKE: list[tuple[str, list[str], dict[str, type | tuple[type, ...]]]] = [
     ),
     (
         "repair_harm.py",
-        ["--kafka", "emulated", "--procedures", "chosen", "manual"],
-        {"figures": dict, "chosen_vs_manual": dict, "chosen_vs_predicted": dict},
+        [
+            "--kafka",
+            "emulated",
+            "--procedures",
+            "chosen",
+            "manual",
+            "--racks",
+            "3",
+            "--partitions",
+            "2",
+        ],
+        {
+            "figures": dict,
+            "chosen_vs_manual": dict,
+            "chosen_vs_predicted": dict,
+            "racks": int,
+            "partitions": int,
+            "bystander": dict,
+            "bystander_below_min_isr": dict,
+        },
     ),
     (
         "plan_scale.py",

@@ -254,6 +254,7 @@ class Broker:
             host=self.settings.host,
             port=self.settings.port,
             timestamp_ms=int(time.time() * 1000),
+            rack=self.settings.rack,
             security_protocol_map={"PLAINTEXT": "PLAINTEXT"},
         )
         deadline = (

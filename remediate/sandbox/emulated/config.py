@@ -17,6 +17,7 @@ from remediate.formats.properties import dump_properties, load_properties
 
 KAFKA_VERSIONS = ("2.8", "3.4")
 _IBP = re.compile(r"([0-9]+)\.([0-9]+)")
+_JAVA_TRIMMED = "".join(chr(c) for c in range(0x21))
 
 # Sandbox values for Kafka settings, with Kafka's own default in the comment.
 SANDBOX_DEFAULTS: dict[str, str] = {
@@ -61,6 +62,14 @@ class BrokerSettings:
 
     def get_bool(self, key: str) -> bool:
         return self.get(key).strip().lower() == "true"
+
+    @property
+    def rack(self) -> str | None:
+        """`broker.rack`, which the broker registers with: KafkaConfig.rack is
+        `Option(getString(...))`, None when unset, the value as ConfigDef reads a string
+        (String.trim: every character up to U+0020 off both ends) when set, even empty."""
+        value = self.properties.get("broker.rack")
+        return None if value is None else value.strip(_JAVA_TRIMMED)
 
     @property
     def uses_topic_ids(self) -> bool:
