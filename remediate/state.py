@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from remediate.formats.znodes import (
@@ -105,12 +106,18 @@ class ClusterState:
         return tuple(self.topics[topic].assignment.partitions.get(partition, ()))
 
     def partitions_on(self, broker_id: int) -> list[TopicPartition]:
-        return sorted(
-            TopicPartition(name, number)
-            for name, topic in self.topics.items()
-            for number, replicas in topic.assignment.partitions.items()
-            if broker_id in replicas
-        )
+        return list(self._partitions_by_broker.get(broker_id, ()))
+
+    @cached_property
+    def _partitions_by_broker(self) -> Mapping[int, tuple[TopicPartition, ...]]:
+        """Per broker, the partitions assigned a replica on it, in order: indexed once, since
+        a plan asks per broker of a cluster of many thousand partitions."""
+        found: dict[int, list[TopicPartition]] = {}
+        for name, topic in self.topics.items():
+            for number, replicas in topic.assignment.partitions.items():
+                for broker in set(replicas):
+                    found.setdefault(broker, []).append(TopicPartition(name, number))
+        return {broker: tuple(sorted(tps)) for broker, tps in found.items()}
 
     def min_insync_replicas(self, tp: TopicPartition, rule: MinIsrRule) -> int:
         """The partition's effective min.insync.replicas: its topic's override, else the

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from remediate.kafka_lines import KafkaLines
 from remediate.minisr import MinIsrRule
@@ -80,8 +81,16 @@ class TriggerOp:
     partitions: frozenset[TopicPartition]
 
 
+@dataclass(frozen=True)
+class BatchOp:
+    """Restart several brokers together: stop each (their controlled shutdowns one after
+    another, as the controller handles them), then start each. One phase."""
+
+    restarts: tuple[RestartOp, ...]
+
+
 # One thing the simulation carries out.
-Operation = RestartOp | RestoreOp | MoveOp | TriggerOp
+Operation = RestartOp | BatchOp | RestoreOp | MoveOp | TriggerOp
 
 
 @dataclass
@@ -113,7 +122,21 @@ class _Partition:
 
     def available(self, alive: Collection[int]) -> bool:
         need = min(self.min_isr, len(self.replicas))
-        return self.working(alive) and len(self.isr & set(alive)) >= need
+        return self.working(alive) and sum(1 for r in self.isr if r in alive) >= need
+
+    def copy(self) -> _Partition:
+        return _Partition(
+            replicas=self.replicas,
+            leader=self.leader,
+            isr=set(self.isr),
+            epoch=self.epoch,
+            zk_id=self.zk_id,
+            min_isr=self.min_isr,
+            memory=dict(self.memory),
+            known=dict(self.known),
+            offline=set(self.offline),
+            catchable=set(self.catchable),
+        )
 
     def converged(self, alive: Collection[int]) -> bool:
         return (
@@ -144,12 +167,37 @@ class _Partition:
     def settle(self, alive: Collection[int]) -> None:
         """A working leader's ISR becomes every live replica at its epoch (they catch up, its
         AlterIsr is accepted); a fenced leader's ISR stays frozen."""
-        if self.working(alive):
-            self.isr = {self.leader} | {
-                r
-                for r in self.replicas
-                if r in alive and r in self.catchable and self.known.get(r, -1) == self.epoch
-            }
+        settled = self.settled_isr(alive)
+        if settled is not None:
+            self.isr = settled
+
+    def settled_isr(self, alive: Collection[int]) -> set[int] | None:
+        """The ISR `settle` would leave; None when the leader is not working."""
+        if not self.working(alive):
+            return None
+        return {self.leader} | {
+            r
+            for r in self.replicas
+            if r in alive and r in self.catchable and self.known.get(r, -1) == self.epoch
+        }
+
+    def unsettled(self, alive: Collection[int]) -> bool:
+        """Whether `settle` would change the ISR."""
+        settled = self.settled_isr(alive)
+        return settled is not None and settled != self.isr
+
+    def elected(self, alive: Collection[int]) -> bool:
+        """Whether a controller election (every live replica offered the current epoch, then
+        `settle`) would change anything."""
+        for replica in self.replicas:
+            if replica not in alive or replica in self.offline:
+                continue
+            held = self.memory.get(replica)
+            if (held is None or held == self.zk_id) and (
+                held != self.zk_id or self.known.get(replica, -1) != self.epoch
+            ):
+                return True
+        return self.unsettled(alive)
 
 
 @dataclass(frozen=True)
@@ -215,6 +263,34 @@ class Model:
     def offline(self) -> frozenset[tuple[TopicPartition, int]]:
         """(partition, broker) Offline on its broker now (3.0): only a restart reaches it."""
         return frozenset((tp, b) for tp, p in self.partitions.items() for b in p.offline)
+
+    # Indexes a simulation reads instead of walking every partition (computed once per model).
+
+    @cached_property
+    def on(self) -> Mapping[int, tuple[TopicPartition, ...]]:
+        """Per broker, the partitions with a replica on it, in order."""
+        found: dict[int, list[TopicPartition]] = {}
+        for tp in sorted(self.partitions):
+            for replica in self.partitions[tp].replicas:
+                found.setdefault(replica, []).append(tp)
+        return {broker: tuple(tps) for broker, tps in found.items()}
+
+    @cached_property
+    def of_topic(self) -> Mapping[str, tuple[TopicPartition, ...]]:
+        found: dict[str, list[TopicPartition]] = {}
+        for tp in sorted(self.partitions):
+            found.setdefault(tp.topic, []).append(tp)
+        return {topic: tuple(tps) for topic, tps in found.items()}
+
+    @cached_property
+    def unavailable(self) -> frozenset[TopicPartition]:
+        return frozenset(tp for tp, p in self.partitions.items() if not p.available(self.alive))
+
+    @cached_property
+    def unsettled(self) -> frozenset[TopicPartition]:
+        """The partitions whose ISR the first `settle` changes: the scan's ISR lacks a replica
+        the model takes to be caught up."""
+        return frozenset(tp for tp, p in self.partitions.items() if p.unsettled(self.alive))
 
 
 def _memory(
@@ -310,58 +386,112 @@ def stale_leaders(model: Model) -> tuple[TopicPartition, ...]:
 
 
 class _Run:
-    """One simulation: a private copy of the model's partitions, stepped through actions."""
+    """One simulation, stepped through actions. It shares the model's partitions and copies
+    one only when an action changes it, and it visits only the partitions an action can
+    change: those on a stopped or started broker, a restored topic's, the moved and triggered
+    ones, and, at a controller election, those changed since the last one (every partition
+    at the first). Its results are those of walking every partition at every action
+    (tests/plan/availability_reference.py, held equal by the tests)."""
 
     def __init__(self, model: Model) -> None:
+        self.model = model
         self.lines = model.lines
         self.alive = set(model.alive)
         self.controller = model.controller
-        self.parts = {
-            tp: _Partition(
-                replicas=p.replicas,
-                leader=p.leader,
-                isr=set(p.isr),
-                epoch=p.epoch,
-                zk_id=p.zk_id,
-                min_isr=p.min_isr,
-                memory=dict(p.memory),
-                known=dict(p.known),
-                offline=set(p.offline),
-                catchable=set(p.catchable),
-            )
-            for tp, p in model.partitions.items()
-        }
+        self.parts: dict[TopicPartition, _Partition] = dict(model.partitions)
+        self._copied: set[TopicPartition] = set()
+        self._down = set(model.unavailable)
+        # Partitions whose availability may have changed since `unavailable` last looked.
+        self._touched: set[TopicPartition] = set()
+        # Partitions a `settle` may change: changed since the last one.
+        self._unsettled = set(model.unsettled)
+        # None until the first election, which visits every partition.
+        self._since_election: set[TopicPartition] | None = None
+        # Each partition's ISR before the batch running now first changed it.
+        self._isr_before: dict[TopicPartition, tuple[int, ...]] | None = None
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def _mark(self, tp: TopicPartition) -> None:
+        self._touched.add(tp)
+        self._unsettled.add(tp)
+        if self._since_election is not None:
+            self._since_election.add(tp)
+
+    def _write(self, tp: TopicPartition) -> _Partition:
+        """The partition, to change: a copy of the model's the first time."""
+        self._mark(tp)
+        p = self.parts[tp]
+        if self._isr_before is not None and tp not in self._isr_before:
+            self._isr_before[tp] = tuple(sorted(p.isr))
+        if tp not in self._copied:
+            p = p.copy()
+            self.parts[tp] = p
+            self._copied.add(tp)
+        return p
 
     def unavailable(self) -> frozenset[TopicPartition]:
-        return frozenset(tp for tp, p in self.parts.items() if not p.available(self.alive))
+        for tp in self._touched:
+            if self.parts[tp].available(self.alive):
+                self._down.discard(tp)
+            else:
+                self._down.add(tp)
+        self._touched.clear()
+        return frozenset(self._down)
 
-    def on(self, broker: int) -> list[tuple[TopicPartition, _Partition]]:
-        return [(tp, p) for tp, p in sorted(self.parts.items()) if broker in p.replicas]
+    def on(self, broker: int) -> tuple[TopicPartition, ...]:
+        return self.model.on.get(broker, ())
+
+    def _settle(self) -> None:
+        for tp in sorted(self._unsettled):
+            if self.parts[tp].unsettled(self.alive):
+                p = self._write(tp)
+                p.settle(self.alive)
+        self._unsettled.clear()
+
+    # -- the actions --------------------------------------------------------------------------
 
     def elect_controller(self) -> None:
         """A new controller sends every partition's state at its current epoch."""
         self.controller = min(self.alive) if self.alive else None
-        for p in self.parts.values():
-            for replica in p.replicas:
-                if replica in self.alive:
-                    p.offer(replica)
-            p.settle(self.alive)
+        scope = self.parts if self._since_election is None else self._since_election
+        self._since_election = set()
+        for tp in sorted(scope):
+            if self.parts[tp].elected(self.alive):
+                p = self._write(tp)
+                for replica in p.replicas:
+                    if replica in self.alive:
+                        p.offer(replica)
+                p.settle(self.alive)
+        # Every partition is settled now: those visited, and the others were already.
+        self._unsettled.clear()
+        self._since_election = set()
+
+    def begin_batch(self) -> None:
+        self._isr_before = {}
+
+    def end_batch(self) -> dict[TopicPartition, tuple[int, ...]]:
+        recorded, self._isr_before = self._isr_before or {}, None
+        return recorded
 
     def stop(self, broker: int) -> frozenset[TopicPartition]:
         """Controlled shutdown of `broker`; the partitions it was the last in-sync replica of."""
         last = set()
-        for tp, p in self.on(broker):
+        remaining = self.alive - {broker}
+        for tp in self.on(broker):
+            self._mark(tp)
+            p = self.parts[tp]
             if p.leader == broker:
                 successors = [
                     r for r in p.replicas if r != broker and r in p.isr and r in self.alive
                 ]
                 if successors:
-                    p.bump(successors[0], p.isr - {broker}, self.alive - {broker})
+                    self._write(tp).bump(successors[0], p.isr - {broker}, remaining)
                 else:
                     last.add(tp)
-                    p.bump(-1, set(p.isr), self.alive - {broker})
+                    self._write(tp).bump(-1, set(p.isr), remaining)
             elif broker in p.isr and p.leader >= 0:
-                p.bump(p.leader, p.isr - {broker}, self.alive - {broker})
+                self._write(tp).bump(p.leader, p.isr - {broker}, remaining)
         self.alive.discard(broker)
         if broker == self.controller:
             self.elect_controller()
@@ -369,7 +499,8 @@ class _Run:
 
     def start(self, broker: int, cleared: Collection[TopicPartition]) -> None:
         self.alive.add(broker)
-        for tp, p in self.on(broker):
+        for tp in self.on(broker):
+            p = self._write(tp)
             p.catchable.add(broker)
             p.offline.discard(broker)
             if tp in cleared:
@@ -388,35 +519,64 @@ class _Run:
                 p.bump(broker, set(p.isr), self.alive)
         if self.controller is None:
             self.elect_controller()
-        for p in self.parts.values():
-            p.settle(self.alive)
+        self._settle()
 
     def move(self, replicas: Collection[tuple[TopicPartition, int]]) -> None:
-        for tp, broker in replicas:
+        for tp, broker in sorted(replicas):
             if not self.lines.moves_clear_ids([broker]):
                 continue  # 3.x: the moved replica keeps its id
             p = self.parts.get(tp)
             if p is not None and broker in p.replicas:
-                p.memory[broker] = None
+                self._write(tp).memory[broker] = None
 
     def trigger(self, partitions: Collection[TopicPartition]) -> None:
-        for tp in partitions:
+        for tp in sorted(partitions):
             p = self.parts.get(tp)
             if p is None or p.leader < 0 or p.leader not in self.alive:
                 continue
+            p = self._write(tp)
             p.bump(p.leader, set(p.isr), self.alive)
             p.settle(self.alive)
 
     def restore(self, topic: str, topic_id: str) -> None:
-        for (name, _), p in self.parts.items():
-            if name == topic:
-                p.zk_id = topic_id
+        for tp in self.model.of_topic.get(topic, ()):
+            self._write(tp).zk_id = topic_id
         self.elect_controller()
 
     def out_of_isr(self, broker: int) -> frozenset[TopicPartition]:
         return frozenset(
-            tp for tp, p in self.on(broker) if not p.working(self.alive) or broker not in p.isr
+            tp
+            for tp in self.on(broker)
+            if not self.parts[tp].working(self.alive) or broker not in self.parts[tp].isr
         )
+
+
+def _restart_phase(
+    run: _Run, batch: Sequence[RestartOp], before: frozenset[TopicPartition]
+) -> Phase:
+    run.begin_batch()
+    last: set[TopicPartition] = set()
+    for restart in batch:
+        last |= run.stop(restart.broker)
+    during = run.unavailable()
+    isr_before = run.end_batch()
+    below_min = {}
+    for tp in sorted(during - before):
+        p = run.parts[tp]
+        if p.working(run.alive):
+            below_min[tp] = (isr_before.get(tp, tuple(sorted(p.isr))), p.min_isr)
+    for restart in batch:
+        run.start(restart.broker, restart.cleared)
+    out: set[TopicPartition] = set()
+    for restart in batch:
+        out |= run.out_of_isr(restart.broker)
+    return Phase(
+        during=during,
+        after=run.unavailable(),
+        out_of_isr_after=frozenset(out),
+        last_in_isr=frozenset(last),
+        below_min=below_min,
+    )
 
 
 def simulate(model: Model, operations: Sequence[Operation]) -> PredictedTimeline:
@@ -427,24 +587,9 @@ def simulate(model: Model, operations: Sequence[Operation]) -> PredictedTimeline
     for operation in operations:
         before = run.unavailable()
         if isinstance(operation, RestartOp):
-            isr_before = {tp: tuple(sorted(p.isr)) for tp, p in run.parts.items()}
-            last = run.stop(operation.broker)
-            during = run.unavailable()
-            below_min = {
-                tp: (isr_before[tp], p.min_isr)
-                for tp, p in run.parts.items()
-                if tp in during and tp not in before and p.working(run.alive)
-            }
-            run.start(operation.broker, operation.cleared)
-            phases.append(
-                Phase(
-                    during=during,
-                    after=run.unavailable(),
-                    out_of_isr_after=run.out_of_isr(operation.broker),
-                    last_in_isr=last,
-                    below_min=below_min,
-                )
-            )
+            phases.append(_restart_phase(run, (operation,), before))
+        elif isinstance(operation, BatchOp):
+            phases.append(_restart_phase(run, operation.restarts, before))
         elif isinstance(operation, MoveOp):
             run.move(operation.replicas)
             phases.append(Phase(during=before, after=run.unavailable()))

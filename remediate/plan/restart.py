@@ -68,7 +68,7 @@ _REASONS = (
 )
 
 
-def _step_reason(broker_findings: Sequence[Finding], zk_ids: Mapping[str, str | None]) -> str:
+def _step_reason(broker_findings: Sequence[Finding], state: ClusterState) -> str:
     by_kind: dict[FindingKind, list[str]] = {}
     for f in broker_findings:
         by_kind.setdefault(f.kind, []).append(str(TopicPartition(f.topic or "", f.partition or 0)))
@@ -80,8 +80,13 @@ def _step_reason(broker_findings: Sequence[Finding], zk_ids: Mapping[str, str | 
             parts.append(f"{len(names)} {text} ({shown})")
     parts += [f"{len(names)} {kind} replica(s)" for kind, names in sorted(by_kind.items())]
     topics = sorted({f.topic for f in broker_findings if f.topic is not None})
-    ids = "; ".join(f"{t}: ZooKeeper holds {zk_ids.get(t) or 'no id'}" for t in topics[:3])
+    ids = "; ".join(f"{t}: ZooKeeper holds {_zk_id(state, t) or 'no id'}" for t in topics[:3])
     return "; ".join(parts) + (f" [{ids}]" if ids else "")
+
+
+def _zk_id(state: ClusterState, topic: str) -> str | None:
+    found = state.topics.get(topic)
+    return found.topic_id if found is not None else None
 
 
 def skip_reason(
@@ -154,10 +159,9 @@ def restart_step(
         chosen = [f for f in eligible if f.broker == broker and f.kind in REPLICA_KINDS]
     else:
         chosen = list(mine)
-    zk_ids = {name: topic.topic_id for name, topic in state.topics.items()}
     return RestartStep(
         broker=broker,
-        reason=_step_reason(mine, zk_ids) if mine else "rolling restart",
+        reason=_step_reason(mine, state) if mine else "rolling restart",
         partitions=tuple(
             sorted(
                 {
