@@ -82,8 +82,92 @@ def assign_replicas(
     return assignment
 
 
+def rack_alternated(racks: Mapping[int, str]) -> list[int]:
+    """AdminUtils.getRackAlternatedBrokerList: the first broker of each rack (racks in name
+    order, brokers in id order), then the second of each, and so on."""
+    by_rack: dict[str, list[int]] = {}
+    for broker in sorted(racks):
+        by_rack.setdefault(racks[broker], []).append(broker)
+    columns = [by_rack[rack] for rack in sorted(by_rack)]
+    return [col[i] for i in range(max(map(len, columns))) for col in columns if i < len(col)]
+
+
+def assign_replicas_rack_aware(
+    racks: Mapping[int, str],
+    partitions: int,
+    replication_factor: int,
+    *,
+    start_index: int = 0,
+    start_partition: int = 0,
+) -> dict[int, tuple[int, ...]]:
+    """Rack-aware assignment as AdminUtils.assignReplicasToBrokersRackAware does it: each
+    partition's replicas on as many racks as there are, then on as many brokers."""
+    if replication_factor < 1 or replication_factor > len(racks):
+        return assign_replicas(sorted(racks), partitions, replication_factor)  # its error
+    arranged = rack_alternated(racks)
+    count, rack_count = len(arranged), len(set(racks.values()))
+    assignment: dict[int, tuple[int, ...]] = {}
+    shift = start_index
+    for offset in range(partitions):
+        partition = start_partition + offset
+        if partition > 0 and partition % count == 0:
+            shift += 1
+        first = (partition + start_index) % count
+        replicas = [arranged[first]]
+        k = 0
+        while len(replicas) < replication_factor:
+            broker = arranged[_replica_index(first, shift * rack_count, k, count)]
+            used_racks = {racks[r] for r in replicas}
+            if (racks[broker] not in used_racks or len(used_racks) == rack_count) and (
+                broker not in replicas or len(replicas) == count
+            ):
+                replicas.append(broker)
+            k += 1
+        assignment[partition] = tuple(replicas)
+    return assignment
+
+
 def live_brokers(zk: KazooClient) -> list[int]:
     return sorted(int(c) for c in zk.get_children(BROKER_IDS))
+
+
+def broker_racks(zk: KazooClient) -> dict[int, str] | None:
+    """Each live broker's broker.rack, when every one has one (Kafka's enforced rack-aware
+    mode); None otherwise."""
+    racks: dict[int, str] = {}
+    for broker in live_brokers(zk):
+        data, _ = zk.get(f"{BROKER_IDS}/{broker}")
+        rack = decode_broker(broker, data, source=f"{BROKER_IDS}/{broker}").rack
+        if rack is None:
+            return None
+        racks[broker] = rack
+    return racks or None
+
+
+def _assign(
+    zk: KazooClient,
+    partitions: int,
+    replication_factor: int,
+    *,
+    first_leader: int | None = None,
+    start_partition: int = 0,
+) -> dict[int, tuple[int, ...]]:
+    """As Kafka assigns new partitions: rack-aware when every live broker has a rack; the
+    start index where `first_leader` (partition 0's first replica) stands."""
+    racks = broker_racks(zk)
+    order = rack_alternated(racks) if racks else sorted(live_brokers(zk))
+    start = order.index(first_leader) if first_leader in order else 0
+    if racks:
+        return assign_replicas_rack_aware(
+            racks,
+            partitions,
+            replication_factor,
+            start_index=start,
+            start_partition=start_partition,
+        )
+    return assign_replicas(
+        order, partitions, replication_factor, start_index=start, start_partition=start_partition
+    )
 
 
 def create_topic(
@@ -100,7 +184,7 @@ def create_topic(
         raise SandboxError("a topic needs at least one partition")
     if zk.exists(topic_path(topic)):
         raise SandboxError(f"topic {topic!r} already exists")
-    assignment = assign_replicas(live_brokers(zk), partitions, replication_factor, start_index=0)
+    assignment = _assign(zk, partitions, replication_factor)
     zk.ensure_path("/config/topics")
     try:
         zk.create(topic_config_path(topic), encode_topic_config(config or {}))
@@ -134,17 +218,12 @@ def add_partitions(
         raise SandboxError(
             f"topic {topic!r} has {existing} partitions; --partitions must be larger"
         )
-    brokers = sorted(live_brokers(zk))
     first_replicas = current.partitions.get(0, ())
-    start_index = (
-        brokers.index(first_replicas[0]) if first_replicas and first_replicas[0] in brokers else 0
-    )
-    replication_factor = len(first_replicas) or 1
-    added = assign_replicas(
-        brokers,
+    added = _assign(
+        zk,
         total - existing,
-        replication_factor,
-        start_index=start_index,
+        len(first_replicas) or 1,
+        first_leader=first_replicas[0] if first_replicas else None,
         start_partition=existing,
     )
     partitions = {**current.partitions, **added}

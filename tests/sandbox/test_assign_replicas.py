@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from remediate.errors import SandboxError
-from remediate.sandbox.admin import assign_replicas
+from remediate.sandbox.admin import assign_replicas, assign_replicas_rack_aware, rack_alternated
 
 
 def _kafka_reference(
@@ -260,3 +260,45 @@ def test_start_partition_continues_the_pattern(
     if start_partition <= len(brokers):
         head = assign_replicas(brokers, start_partition, rf, start_index=start_index)
         assert {**head, **added} == whole
+
+
+# -- rack-aware (AdminUtils.assignReplicasToBrokersRackAware) ---------------------------------
+
+# AdminRackAwareTest.testGetRackAlternatedBrokerListAndAssignReplicasToBrokers (Kafka 2.8.2).
+RACK_MAP = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
+
+
+def test_the_rack_alternated_broker_list_is_kafkas() -> None:
+    assert rack_alternated(RACK_MAP) == [0, 3, 1, 5, 4, 2]
+    assert rack_alternated({b: r for b, r in RACK_MAP.items() if b != 5}) == [0, 3, 1, 4, 2]
+
+
+def test_the_rack_aware_assignment_is_kafkas() -> None:
+    assert assign_replicas_rack_aware(RACK_MAP, 7, 3, start_index=0, start_partition=0) == {
+        0: (0, 3, 1),
+        1: (3, 1, 5),
+        2: (1, 5, 4),
+        3: (5, 4, 2),
+        4: (4, 2, 0),
+        5: (2, 0, 3),
+        6: (0, 4, 2),
+    }
+
+
+@given(
+    racks=st.integers(min_value=1, max_value=4),
+    brokers=st.integers(min_value=1, max_value=9),
+    partitions=st.integers(min_value=1, max_value=30),
+    factor=st.integers(min_value=1, max_value=4),
+    start=st.integers(min_value=0, max_value=8),
+)
+def test_each_partition_spreads_over_as_many_racks_as_it_can(
+    racks: int, brokers: int, partitions: int, factor: int, start: int
+) -> None:
+    assume(factor <= brokers)
+    rack_of = {b: f"rack-{b % racks}" for b in range(1, brokers + 1)}
+    found = assign_replicas_rack_aware(rack_of, partitions, factor, start_index=start % brokers)
+    distinct_racks = len(set(rack_of.values()))
+    for replicas in found.values():
+        assert len(set(replicas)) == factor
+        assert len({rack_of[b] for b in replicas}) == min(factor, distinct_racks)

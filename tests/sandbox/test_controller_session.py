@@ -27,6 +27,10 @@ from remediate.sandbox.emulated.controller import Controller, Event
 from remediate.sandbox.plumbing import process, zkserver
 from tests.wait import wait_until
 
+# The controller's events go through its own thread and kazoo's: a second here, but on a CI
+# machine whose two cores are starting real Kafka JVMs side by side, 10 s was once not enough.
+EVENTS_S = 60
+
 
 @pytest.fixture
 def zk(tmp_path: Path) -> Iterator[KazooClient]:
@@ -42,7 +46,7 @@ def zk(tmp_path: Path) -> Iterator[KazooClient]:
     finally:
         client.stop()
         client.close()
-        process.terminate(pid, "QuorumPeerMain", timeout=10)
+        process.terminate(pid, "QuorumPeerMain", timeout=EVENTS_S)
 
 
 @pytest.fixture
@@ -66,7 +70,7 @@ def controller(zk: KazooClient) -> Iterator[Controller]:
 
     controller._handle = handle_and_mark_done  # type: ignore[method-assign]
     controller.start()
-    assert wait_until(lambda: controller.active, timeout=10)
+    assert wait_until(lambda: controller.active, timeout=EVENTS_S)
     yield controller
     controller.shutdown()
 
@@ -91,13 +95,15 @@ def test_a_seat_won_again_before_the_reelect_is_kept(
 ) -> None:
     epoch = controller.context.epoch
     controller.expire()
-    assert wait_until(lambda: not controller.active, timeout=10)
+    assert wait_until(lambda: not controller.active, timeout=EVENTS_S)
     zk.delete(CONTROLLER)  # the expired session's ephemeral znode, gone with it
     # The watch's ControllerChange comes first and wins the seat in the new session ...
-    assert wait_until(lambda: controller.active and controller.context.epoch > epoch, timeout=10)
+    assert wait_until(
+        lambda: controller.active and controller.context.epoch > epoch, timeout=EVENTS_S
+    )
     # ... then the broker's Reelect arrives.
     controller.reelect()
-    assert wait_until(lambda: settled(controller), timeout=10)
+    assert wait_until(lambda: settled(controller), timeout=EVENTS_S)
     assert controller.active
     assert seat(zk) == 1
     assert zk_epoch(zk) == controller.context.epoch  # the seat it holds is the last one won
@@ -110,8 +116,10 @@ def test_a_reelect_first_wins_the_seat_and_the_watch_keeps_it(
     controller.expire()
     controller.reelect()  # queued before the watch learns that /controller is gone
     zk.delete(CONTROLLER)
-    assert wait_until(lambda: controller.active and controller.context.epoch > epoch, timeout=10)
-    assert wait_until(lambda: settled(controller), timeout=10)
+    assert wait_until(
+        lambda: controller.active and controller.context.epoch > epoch, timeout=EVENTS_S
+    )
+    assert wait_until(lambda: settled(controller), timeout=EVENTS_S)
     assert controller.active
     assert seat(zk) == 1
     assert zk_epoch(zk) == controller.context.epoch  # the seat it holds is the last one won
@@ -121,6 +129,6 @@ def test_an_expired_session_stops_the_controller_at_once(
     zk: KazooClient, controller: Controller
 ) -> None:
     controller.expire()
-    assert wait_until(lambda: not controller.active, timeout=10)
+    assert wait_until(lambda: not controller.active, timeout=EVENTS_S)
     assert controller.active_controller_id == -1
     assert controller.channels == {}

@@ -939,12 +939,15 @@ class FetcherManager:
             thread.start()
         thread.add(tp)
 
+    # A LeaderAndIsr handled on a request thread may add a fetcher while these run: each walks
+    # a copy (a shutdown that raised here left no clean-shutdown marker).
+
     def remove(self, tp: TopicPartition) -> None:
-        for thread in self.threads.values():
+        for thread in list(self.threads.values()):
             thread.remove(tp)
 
     def shutdown(self) -> None:
-        for thread in self.threads.values():
+        for thread in list(self.threads.values()):
             thread.stop()
 
 
