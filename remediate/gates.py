@@ -83,15 +83,26 @@ def restart_blocker(
     min_isr: MinIsrRule,
     isr_override: Mapping[TopicPartition, Collection[int]] | None = None,
     ignore: Collection[TopicPartition] = (),
+    batch: Collection[int] = (),
 ) -> str | None:
     """Why restarting `broker` now would take a partition below its min ISR (or None).
 
     `isr_override` lets the planner ask the question about an expected future ISR; `ignore`
     skips partitions the caller accepts to degrade (the ones the repair itself targets).
+    `batch`: the brokers restarted together with `broker` (plan/batches.py): a partition
+    must keep its min ISR outside all of them.
     """
-    for tp in state.partitions_on(broker):
-        if tp in ignore:
+    down = set(batch) | {broker}
+    doing = (
+        f"restarting broker {broker}"
+        if len(down) == 1
+        else f"restarting brokers {', '.join(map(str, sorted(down)))} together"
+    )
+    seen: set[TopicPartition] = set()
+    for tp in sorted({tp for b in sorted(down) for tp in state.partitions_on(b)}):
+        if tp in ignore or tp in seen:
             continue
+        seen.add(tp)
         partition = state.partitions.get(tp)
         if partition is None:
             continue
@@ -103,12 +114,17 @@ def restart_blocker(
         if len(isr) < need:
             return (
                 f"{tp} is already under min.insync.replicas={need}"
-                f" (isr {sorted(isr)}); restarting broker {broker} would leave it with fewer"
+                f" (isr {sorted(isr)}); {doing} would leave it with fewer"
             )
-        if len(isr) == need and broker in isr:
+        if len(isr - down) < need and isr & down:
+            if len(down) == 1:
+                return (
+                    f"{tp} has exactly min.insync.replicas={need} in sync"
+                    f" (isr {sorted(isr)}); {doing} would take it below"
+                )
             return (
-                f"{tp} has exactly min.insync.replicas={need} in sync"
-                f" (isr {sorted(isr)}); restarting broker {broker} would take it below"
+                f"{tp} would keep {len(isr - down)} in-sync replica(s) outside the batch, under"
+                f" min.insync.replicas={need} (isr {sorted(isr)}); {doing} would take it below"
             )
     return None
 
@@ -133,14 +149,18 @@ def registration_blocker(
     return None
 
 
-def next_leader(state: ClusterState, tp: TopicPartition, shutting_down: int) -> int | None:
-    """Who the controller would make leader if `shutting_down` stopped now (controlled
-    shutdown: the first replica in assignment order that is in the ISR and registered)."""
+def next_leader(
+    state: ClusterState, tp: TopicPartition, shutting_down: int, batch: Collection[int] = ()
+) -> int | None:
+    """Who the controller would make leader if `shutting_down` stopped now, with its `batch`
+    (controlled shutdown: the first replica in assignment order that is in the ISR, registered
+    and not shutting down)."""
     partition = state.partitions.get(tp)
     if partition is None:
         return None
+    leaving = set(batch) | {shutting_down}
     for replica in state.replicas(*tp):
-        if replica != shutting_down and replica in partition.isr and replica in state.brokers:
+        if replica not in leaving and replica in partition.isr and replica in state.brokers:
             return replica
     return None
 
@@ -161,8 +181,10 @@ def refusal_blocker(
     stale: StaleIdHolder,
     *,
     partitions: Iterable[TopicPartition] | None = None,
+    batch: Collection[int] = (),
 ) -> str | None:
-    """Why restarting `broker` would stall a partition whose leader refuses LeaderAndIsr.
+    """Why restarting `broker` (with its `batch`) would stall a partition whose leader refuses
+    LeaderAndIsr.
 
     If `broker` follows partition p and p's leader holds a stale id, the leader refuses the
     ISR shrink the restart causes and its high watermark stops. If `broker` leads p, the
@@ -173,11 +195,12 @@ def refusal_blocker(
         partition = state.partitions.get(tp)
         if partition is None or len(state.replicas(*tp)) < 2 or partition.leader < 0:
             continue
-        if partition.leader == broker:
-            successor = next_leader(state, tp, broker)
+        if partition.leader == broker or partition.leader in batch:
+            # Its leader stops with the batch: the leader after it is the one to ask.
+            successor = next_leader(state, tp, partition.leader, batch)
             if successor is not None and stale.holds_stale_id(tp, successor):
                 return (
-                    f"{tp}: broker {broker} leads it and its next leader,"
+                    f"{tp}: broker {partition.leader} leads it and its next leader,"
                     f" broker {successor}, holds a topic id ZooKeeper no longer has; it would"
                     " refuse the leadership and the partition would have no working leader"
                 )
@@ -274,8 +297,13 @@ def pre_restart_blocker(
     min_isr: MinIsrRule,
     restored: Collection[str] = (),
     accepted: Collection[TopicPartition] = (),
+    batch: Collection[int] = (),
 ) -> str | None:
     """Everything that must hold before `broker` is stopped, first reason wins.
+
+    `batch`: the brokers restarted together with `broker` (itself included, or none): they
+    may be stopping already, so they need not be registered, and every partition must keep
+    its min ISR outside all of them.
 
     `targeted` are the partitions this step repairs: a replica of the broker already out of
     their ISR is the degradation the repair removes, so it does not block.
@@ -293,10 +321,10 @@ def pre_restart_blocker(
     )
     return (
         migration_blocker(state)
-        or registration_blocker(state, expected)
+        or registration_blocker(state, [b for b in expected if b == broker or b not in batch])
         or offline_blocker(state, ignore=ignored)
-        or restart_blocker(state, broker, min_isr=min_isr, ignore=ignored)
-        or refusal_blocker(state, broker, stale, partitions=refusable)
+        or restart_blocker(state, broker, min_isr=min_isr, ignore=ignored, batch=batch)
+        or refusal_blocker(state, broker, stale, partitions=refusable, batch=batch)
         or (missing_id_blocker(state, restored=restored) if broker == state.controller_id else None)
     )
 

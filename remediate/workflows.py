@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -24,8 +24,8 @@ from remediate.collect.collector import Progress, transports, zk_settings
 from remediate.collect.disks import read_disks
 from remediate.collect.min_isr import resolve_brokers_min_isr
 from remediate.config import ClusterConfig
-from remediate.errors import ConfigError, KafkaAdminError, PlanChoiceError
-from remediate.execute.journal import RunStatus
+from remediate.errors import ConfigError, JournalError, KafkaAdminError, PlanChoiceError
+from remediate.execute.journal import RunStatus, list_runs, read_records
 from remediate.execute.locked import apply_plan, record_check
 from remediate.exit_codes import EXIT_HALTED, EXIT_NEEDS_ACCEPTANCE, EXIT_REFUSED
 from remediate.kafka_admin import (
@@ -37,6 +37,7 @@ from remediate.kafka_admin import (
 from remediate.kafka_lines import KafkaLines
 from remediate.minisr import KAFKA_DEFAULT, MinIsrSource, PlannedMinIsr, unknown_refusal
 from remediate.plan import Plan, PlanOptions, make_plan
+from remediate.plan.estimate import ObservedRestarts, observed_restarts
 from remediate.plan.model import by_name, with_digest
 from remediate.plan.render import min_isr_of
 from remediate.playbook import Playbook, cluster_playbook
@@ -63,6 +64,7 @@ def build_plan(
     progress: Progress | None = None,
     candidate: str = "auto",
     restore_only: bool = False,
+    max_batch_size: int | None = None,
 ) -> Plan:
     """The plan for `config`'s cluster as it is now, by the named playbook.
 
@@ -94,9 +96,25 @@ def build_plan(
             min_isr,
             min_isr_problems,
             lines,
+            max_batch_size,
+            past_restarts(Path(config.journal_dir)),
         )
     except ValueError as exc:
         raise PlanChoiceError(str(exc)) from None
+
+
+def past_restarts(journal_dir: Path) -> ObservedRestarts:
+    """How long each broker's restarts took in the runs journaled under `journal_dir` (the
+    plan's estimate); a journal that cannot be read is left out."""
+
+    def journals() -> Iterator[list[dict[str, Any]]]:
+        for run_id in list_runs(journal_dir):
+            try:
+                yield read_records(journal_dir, run_id)
+            except JournalError:
+                continue
+
+    return observed_restarts(journals())
 
 
 def _plan(
@@ -113,6 +131,8 @@ def _plan(
     min_isr: PlannedMinIsr | None = None,
     min_isr_problems: tuple[str, ...] = (),
     lines: KafkaLines | None = None,
+    max_batch_size: int | None = None,
+    observed: ObservedRestarts | None = None,
 ) -> Plan:
     resolved = min_isr or PlannedMinIsr(
         config.min_insync_replicas_default or KAFKA_DEFAULT,
@@ -132,6 +152,8 @@ def _plan(
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             candidate=candidate,
             restore_only=restore_only,
+            max_batch_size=max_batch_size,
+            observed_restarts=observed,
             move_throttle_bytes_per_s=(
                 config.kafka.move_throttle_bytes_per_s if config.kafka is not None else None
             ),

@@ -23,6 +23,7 @@ from remediate.cli.common import (
     log_json_option,
     master_needs_spark,
     master_option,
+    max_batch_size_option,
     out,
     progress_lines,
     restore_only_option,
@@ -143,6 +144,7 @@ def apply(
 )
 @candidate_option
 @restore_only_option
+@max_batch_size_option
 @master_option
 @engine_option("spark")
 @click.option(
@@ -160,6 +162,7 @@ def fix(
     accept_unavailable: bool,
     candidate: str,
     restore_only: bool,
+    max_batch_size: int | None,
     spark_master: str | None,
     engine: str,
     output: Path | None,
@@ -186,6 +189,7 @@ def fix(
             progress=scanning,
             candidate=candidate,
             restore_only=restore_only,
+            max_batch_size=max_batch_size,
         )
     if output is not None:
         write_plan(plan, output)

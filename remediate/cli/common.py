@@ -97,6 +97,18 @@ restore_only_option = click.option(
 )
 
 
+max_batch_size_option = click.option(
+    "--max-batch-size",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="Restart at most N brokers together (1: one at a time). Default: as many as the batch"
+    " rule allows: every partition writable at that point keeps at least its"
+    " min.insync.replicas in-sync replicas, and a replica that could lead it, outside the"
+    " batch; the active controller alone and last.",
+)
+
+
 @contextmanager
 def status_line(quiet: bool) -> Iterator[Callable[[str], None] | None]:
     """A transient status line on stderr showing the latest progress message; None if quiet."""

@@ -15,6 +15,7 @@ from remediate.cli.common import (
     err,
     master_needs_spark,
     master_option,
+    max_batch_size_option,
     out,
     restore_only_option,
     status_line,
@@ -65,6 +66,7 @@ from remediate.workflows import build_plan, refused, unaccepted, write_plan
 )
 @candidate_option
 @restore_only_option
+@max_batch_size_option
 @master_option
 @engine_option("spark")
 def plan(
@@ -77,6 +79,7 @@ def plan(
     include_topics: tuple[str, ...],
     candidate: str,
     restore_only: bool,
+    max_batch_size: int | None,
     spark_master: str | None,
     engine: str,
 ) -> int:
@@ -97,6 +100,7 @@ def plan(
             progress=progress,
             candidate=candidate,
             restore_only=restore_only,
+            max_batch_size=max_batch_size,
         )
     if output is not None:
         write_plan(result, output)

@@ -70,6 +70,34 @@ def next_restart(
     return head, None
 
 
+def batch_of(
+    chosen: IndexedStep,
+    remaining: Sequence[IndexedStep],
+    started: Collection[StepKey],
+    controller: int | None,
+) -> tuple[list[IndexedStep], str | None]:
+    """The steps to carry out together with `chosen` (its batch's still to do, plan/batches.py),
+    and the decision to journal when the batch changed: a broker that has become the active
+    controller since the plan leaves its batch, unless the journal shows it started, and
+    restarts alone (`next_restart` places it: last, or where the plan's order needs it)."""
+    _, step = chosen
+    if not step.batched:
+        return [chosen], None
+    members = [(i, s) for i, s in remaining if s.batch == step.batch]
+    moved = [(i, s) for i, s in members if s.broker == controller]
+    if not moved or len(members) == 1:
+        return members, None
+    index, ours = moved[0]
+    if any(k.index == index and k.broker == ours.broker and not k.rollback for k in started):
+        return members, None
+    others = [m for m in members if m != moved[0]]
+    return others, (
+        f"broker {controller} is now the active controller: it leaves its batch"
+        f" ({', '.join(str(s.broker) for _, s in members)}) and restarts alone, after"
+        f" broker(s) {', '.join(str(s.broker) for _, s in others)}"
+    )
+
+
 def _order_matters(step: RestartStep) -> bool:
     predicted = step.predicted
     return bool(step.files or predicted.expected or predicted.last_in_isr)

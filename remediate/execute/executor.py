@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from remediate.errors import HaltedError, StopRequestedError
 from remediate.execute.backup import Backup
+from remediate.execute.batch import BatchRun
 from remediate.execute.converge import Converge
-from remediate.execute.decisions import IndexedStep, next_restart, started_restart
+from remediate.execute.decisions import IndexedStep, batch_of, next_restart, started_restart
 from remediate.execute.journal import Journal, JournalEvent, RunStatus, replay
 from remediate.execute.lock import RunLock
 from remediate.execute.move import MoveRun, TriggerRun
@@ -99,9 +100,18 @@ class Executor:
             ]
             while remaining:
                 # The controller is re-read before every step: it may have moved.
-                index, step = self._next(remaining, recorder, probes)
-                remaining.remove((index, step))
-                RestartRun(self.plan, self.services, recorder, probes, index, step).run()
+                chosen = self._next(remaining, recorder, probes)
+                group = self._batch(chosen, remaining, recorder, probes)
+                for item in group:
+                    remaining.remove(item)
+                runs = [
+                    RestartRun(self.plan, self.services, recorder, probes, index, step)
+                    for index, step in group
+                ]
+                if len(runs) == 1:
+                    runs[0].run()
+                else:
+                    BatchRun(runs).run()
             Converge(self.plan, self.services, recorder, probes).run()
             probes.sample()
         except StopRequestedError as exc:
@@ -130,6 +140,27 @@ class Executor:
                 decision=decision,
             )
         return chosen
+
+    def _batch(
+        self,
+        chosen: IndexedStep,
+        remaining: list[IndexedStep],
+        recorder: Recorder,
+        probes: Probes,
+    ) -> list[IndexedStep]:
+        """`chosen` and the rest of its batch, as the controller is now."""
+        if not chosen[1].batched:
+            return [chosen]
+        started = [StepKey.parse(k) for k, p in recorder.ledger.progress.steps.items() if p.started]
+        group, decision = batch_of(chosen, remaining, started, probes.read().controller_id)
+        if decision is not None:
+            recorder.record(
+                JournalEvent.GATE,
+                step=str(StepKey.for_broker(chosen[0], chosen[1].broker, Decision.ORDER)),
+                blocker=None,
+                decision=decision,
+            )
+        return group
 
     def rollback(self, *, broker: int | None = None) -> dict[int, list[str]]:
         """Put back what the run deleted, broker by broker: gate, stop, restore, start."""

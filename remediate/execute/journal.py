@@ -425,6 +425,17 @@ def list_runs(root: Path) -> list[str]:
     )
 
 
+def read_records(root: Path, run_id: str) -> list[dict[str, Any]]:
+    """Every whole record of run `run_id`'s journal under `root`, read only (a torn last line
+    is left out and left alone); JournalError if it cannot be read."""
+    path = root / run_id / JOURNAL_FILE
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise JournalError(f"cannot read {path}: {error}") from error
+    return _parse(path, data)[0]
+
+
 def latest_run(root: Path) -> str | None:
     """The most recently started run under `root`, if any."""
     runs = list_runs(root)

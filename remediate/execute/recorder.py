@@ -3,12 +3,15 @@
 every action not carried out (journaled with the reason).
 
 ZooKeeper's session changes arrive on the client's own thread; they are queued and written
-by the run itself, before its next record, so that the journal has one writer.
+by the run itself, before its next record, so that the journal has one writer. The brokers of
+a batch (execute/batch.py) act side by side on threads of the run: their records are written
+one at a time, under a lock.
 """
 
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -37,22 +40,36 @@ class Recorder:
         self.lock = lock
         self.ledger = ledger
         self._session_states: queue.SimpleQueue[tuple[float, str]] = queue.SimpleQueue()
-        # The action carried out now is a wait, which a stop request may cut short (it
-        # changes nothing); every other action is finished first.
-        self.waiting = False
+        self._writing = threading.RLock()
+        self._local = threading.local()
         self._stop_journaled = False
+
+    @property
+    def waiting(self) -> bool:
+        """The action this thread carries out now is a wait, which a stop request may cut
+        short (it changes nothing); every other action is finished first."""
+        return bool(getattr(self._local, "waiting", False))
+
+    @waiting.setter
+    def waiting(self, value: bool) -> None:
+        self._local.waiting = value
 
     # -- records ------------------------------------------------------------------------------
 
     def record(self, event: JournalEvent, **fields: Any) -> None:
-        self.flush_session_states()
-        self.journal.append(event, now=self.services.clock.now(), **fields)
+        with self._writing:
+            self.flush_session_states()
+            self.journal.append(event, now=self.services.clock.now(), **fields)
 
     def on_session_state(self, state: str) -> None:
         # The client's connection thread: only queue it.
         self._session_states.put((self.services.clock.now(), str(state)))
 
     def flush_session_states(self) -> None:
+        with self._writing:
+            self._flush_session_states()
+
+    def _flush_session_states(self) -> None:
         while not self._session_states.empty():
             at, session = self._session_states.get_nowait()
             self.journal.append(
@@ -91,9 +108,10 @@ class Recorder:
         name = self.services.stop_requested()
         if name is None:
             return
-        if not self._stop_journaled:
-            self._stop_journaled = True
-            self.record(JournalEvent.STOP_REQUESTED, signal=name, where=where)
+        with self._writing:
+            if not self._stop_journaled:
+                self._stop_journaled = True
+                self.record(JournalEvent.STOP_REQUESTED, signal=name, where=where)
         raise StopRequestedError(name, where)
 
     def finished(self, key: StepKey) -> bool:

@@ -4,6 +4,7 @@ journaled, none is repeated on resume, and one left out is journaled with the re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property, partial
 from typing import Any
 
@@ -11,6 +12,12 @@ from remediate.collect.collector import inspect_broker, read_server_properties
 from remediate.errors import FormatError, HaltedError, StopRequestedError, TransportError
 from remediate.execute import hooks
 from remediate.execute.backup import backup_files, delete_backed_up, verify_backup
+from remediate.execute.cleanshutdown import (
+    MARKER_TIMEOUT_S,
+    marker_script,
+    read_markers,
+    recovery_note,
+)
 from remediate.execute.decisions import files_disagreeing, stale_holders
 from remediate.execute.journal import JournalEvent
 from remediate.execute.services import RunLedger
@@ -28,6 +35,7 @@ from remediate.gates import (
 )
 from remediate.plan import RestartStep
 from remediate.playbook import Action, Timeouts
+from remediate.ports import CommandKind
 from remediate.state import ClusterState, ReplicaRef, TopicPartition
 
 
@@ -37,6 +45,9 @@ class RestartRun(StepRun[RestartStep]):
     # Set by this process's pre-gate and stop (a resumed run reads the journal instead).
     _before: Degraded | None = None
     _allowance: ShutdownAllowance | None = None
+    # The brokers restarted together with this one, itself included (execute/batch.py sets
+    # it); empty: alone.
+    together: frozenset[int] = frozenset()
 
     @property
     def ledger(self) -> RunLedger:
@@ -122,39 +133,54 @@ class RestartRun(StepRun[RestartStep]):
                 self.ledger.finished.discard(str(key))
 
     def _run(self) -> None:
-        act = self.recorder.act
         for action in self.step.actions:
-            key = self.key(action)
-            if action == Action.GATE_RESTART_SAFETY:
-                stop = self.key(Action.STOP)
-                if self.recorder.finished(stop):
-                    self.recorder.skip(
-                        key,
-                        f"broker {self.broker} was stopped by this run already ({stop}):"
-                        " the gate before its stop is not checked again",
-                    )
-                    continue
-                act(key, self.pre_gate)
-            elif action == Action.STOP:
-                self._hooked_stop(key)
-            elif action == Action.BACKUP:
-                act(key, self.backup, destructive=True)
-            elif action == Action.DELETE:
-                act(key, self.delete, destructive=True)
-            elif action == Action.START:
-                act(key, self.start, destructive=True)
-            elif action == Action.WAIT_REGISTERED:
-                retried = str(key) in self.ledger.progress.steps
-                act(key, partial(self.wait_registered, retried))
-            elif action == Action.WAIT_IN_SYNC:
-                act(key, self.wait_in_sync)
-                self.hook(hooks.AFTER, RunAction.HOOK_AFTER, once=True)
-            elif action == Action.VERIFY_TOPIC_IDS:
-                act(key, self.verify)
-            else:
-                raise HaltedError(f"step {self.index + 1}: unknown action {action!r} in the plan")
+            self.do(action)
+        self.done()
+
+    def done(self) -> None:
         if Action.DELETE in self.step.actions:
             self.ledger.repaired |= {ReplicaRef(self.broker, tp) for tp in self.targeted}
+
+    def do(self, action: Action, *, hooked: bool = True) -> None:
+        """One action of the step, through the recorder; `hooked`: with the hooks around it
+        (a batch runs its hooks once for all its brokers)."""
+        act = self.recorder.act
+        key = self.key(action)
+        if action == Action.GATE_RESTART_SAFETY:
+            self._gate(key)
+        elif action == Action.STOP:
+            if hooked:
+                self._hooked_stop(key)
+            else:
+                act(key, self.stop, destructive=True)
+        elif action == Action.BACKUP:
+            act(key, self.backup, destructive=True)
+        elif action == Action.DELETE:
+            act(key, self.delete, destructive=True)
+        elif action == Action.START:
+            act(key, self.start, destructive=True)
+        elif action == Action.WAIT_REGISTERED:
+            retried = str(key) in self.ledger.progress.steps
+            act(key, partial(self.wait_registered, retried))
+        elif action == Action.WAIT_IN_SYNC:
+            act(key, self.wait_in_sync)
+            if hooked:
+                self.hook(hooks.AFTER, RunAction.HOOK_AFTER, once=True)
+        elif action == Action.VERIFY_TOPIC_IDS:
+            act(key, self.verify)
+        else:
+            raise HaltedError(f"step {self.index + 1}: unknown action {action!r} in the plan")
+
+    def _gate(self, key: StepKey) -> None:
+        stop = self.key(Action.STOP)
+        if self.recorder.finished(stop):
+            self.recorder.skip(
+                key,
+                f"broker {self.broker} was stopped by this run already ({stop}):"
+                " the gate before its stop is not checked again",
+            )
+            return
+        self.recorder.act(key, self.pre_gate)
 
     def _hooked_stop(self, key: StepKey) -> None:
         if not self.recorder.finished(key):
@@ -163,8 +189,12 @@ class RestartRun(StepRun[RestartStep]):
             self.hook(hooks.BEFORE, RunAction.HOOK_BEFORE, once=False)
         self.recorder.act(key, self.stop, destructive=True)
 
-    def hook(self, name: str, action: RunAction, *, once: bool) -> None:
-        """cluster.yaml's hook `name` around this step's batch (its one broker), if set."""
+    def hook(
+        self, name: str, action: RunAction, *, once: bool, brokers: Sequence[int] = ()
+    ) -> None:
+        """cluster.yaml's hook `name` around this step's batch (`brokers`; by default its
+        one broker), if set."""
+        brokers = list(brokers) or [self.broker]
         config = self.services.config
         command = getattr(config.hooks, name, None) if config.hooks is not None else None
         if command is None or config.hooks is None:
@@ -175,8 +205,8 @@ class RestartRun(StepRun[RestartStep]):
             run_id=self.recorder.journal.run_id,
             cluster=config.cluster,
             step=self.index + 1,
-            brokers=[self.broker],
-            hosts=[config.broker(self.broker).host],
+            brokers=brokers,
+            hosts=[config.broker(b).host for b in brokers],
         )
         self.recorder.act(
             self.key(action),
@@ -200,6 +230,7 @@ class RestartRun(StepRun[RestartStep]):
             min_isr=self.services.min_isr,
             restored={r.topic for r in self.plan.restores},
             accepted=self.accepted,
+            batch=self.together,
         )
 
     def pre_gate(self) -> dict[str, Any]:
@@ -245,7 +276,39 @@ class RestartRun(StepRun[RestartStep]):
         if allowance is not None:
             result["stop_timeout_s"] = timeout
             result["controlled_shutdown"] = allowance.to_json()
+        clean = self.clean_shutdown()
+        if clean is not None:
+            result["clean_shutdown"] = clean
         return result
+
+    def clean_shutdown(self) -> dict[str, bool] | None:
+        """Per log dir of the stopped broker, whether Kafka left its clean-shutdown marker.
+        A log dir without it faces log recovery at the start: journaled, with the wait to
+        expect. None when the log dirs could not be read (the next action reads them)."""
+        config = self.services.config
+        log_dirs = [str(d) for d in config.broker(self.broker).log_dirs or ()]
+        if not log_dirs:
+            return None
+        transport = self.services.transport_for(self.broker)
+        step = str(StepKey.for_broker(None, self.broker, Action.STOP))
+        try:
+            found = transport.run(
+                marker_script(log_dirs), timeout=MARKER_TIMEOUT_S, kind=CommandKind.PROBE
+            )
+            clean = read_markers(log_dirs, found.stdout) if found.ok else None
+        except TransportError:
+            clean = None
+        if clean is None:
+            self.recorder.record(
+                JournalEvent.NOTE,
+                step=step,
+                decision=f"broker {self.broker}: its clean-shutdown markers could not be read",
+            )
+            return None
+        unclean = recovery_note(self.broker, clean, self.gates.start_timeout_s)
+        if unclean is not None:
+            self.recorder.record(JournalEvent.NOTE, step=step, decision=unclean)
+        return clean
 
     def shutdown_allowance(self) -> ShutdownAllowance | None:
         """The controlled-shutdown retries to allow for when the broker is the last in-sync

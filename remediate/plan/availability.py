@@ -225,18 +225,22 @@ class PredictedTimeline:
     unconverged: tuple[TopicPartition, ...] = ()
     # (partition, broker) still Offline on its broker at the end (3.0): a restart heals it.
     offline_after: tuple[tuple[TopicPartition, int], ...] = ()
+    # Each phase's name in the plan: "step N" unless a phase is a batch of steps ("steps
+    # N-M", plan/batches.py).
+    labels: tuple[str, ...] = field(default=(), compare=False)
 
     def windows(self) -> dict[TopicPartition, tuple[str, ...]]:
         """Per partition, the phases it is unavailable in: "now", "step N", "after step N"
-        (N counts from 1)."""
+        (N counts from 1; a batch's phase "steps N-M")."""
         found: dict[TopicPartition, list[str]] = {}
         for tp in sorted(self.unavailable_now):
             found.setdefault(tp, []).append("now")
         for number, phase in enumerate(self.phases, 1):
+            label = self.labels[number - 1] if self.labels else f"step {number}"
             for tp in sorted(phase.during):
-                found.setdefault(tp, []).append(f"step {number}")
+                found.setdefault(tp, []).append(label)
             for tp in sorted(phase.after):
-                found.setdefault(tp, []).append(f"after step {number}")
+                found.setdefault(tp, []).append(f"after {label}")
         return {tp: tuple(w) for tp, w in sorted(found.items())}
 
     def newly_unavailable(self) -> dict[TopicPartition, tuple[str, ...]]:
@@ -385,7 +389,7 @@ def stale_leaders(model: Model) -> tuple[TopicPartition, ...]:
     )
 
 
-class _Run:
+class Simulation:
     """One simulation, stepped through actions. It shares the model's partitions and copies
     one only when an action changes it, and it visits only the partitions an action can
     change: those on a stopped or started broker, a restored topic's, the moved and triggered
@@ -474,8 +478,11 @@ class _Run:
         recorded, self._isr_before = self._isr_before or {}, None
         return recorded
 
-    def stop(self, broker: int) -> frozenset[TopicPartition]:
-        """Controlled shutdown of `broker`; the partitions it was the last in-sync replica of."""
+    def stop(self, broker: int, shutting_down: Collection[int] = ()) -> frozenset[TopicPartition]:
+        """Controlled shutdown of `broker`, with `shutting_down` (its batch) stopping too: as
+        Kafka's controlled-shutdown election, the new leader and ISR leave out every broker
+        shutting down. The partitions it was the last in-sync replica of."""
+        leaving = set(shutting_down) | {broker}
         last = set()
         remaining = self.alive - {broker}
         for tp in self.on(broker):
@@ -483,10 +490,10 @@ class _Run:
             p = self.parts[tp]
             if p.leader == broker:
                 successors = [
-                    r for r in p.replicas if r != broker and r in p.isr and r in self.alive
+                    r for r in p.replicas if r not in leaving and r in p.isr and r in self.alive
                 ]
                 if successors:
-                    self._write(tp).bump(successors[0], p.isr - {broker}, remaining)
+                    self._write(tp).bump(successors[0], p.isr - leaving, remaining)
                 else:
                     last.add(tp)
                     self._write(tp).bump(-1, set(p.isr), remaining)
@@ -550,14 +557,85 @@ class _Run:
             if not self.parts[tp].working(self.alive) or broker not in self.parts[tp].isr
         )
 
+    # -- what the planner asks ----------------------------------------------------------------
+
+    def run(self, operation: Operation) -> Phase:
+        """Carry out `operation`; what the model predicts for it."""
+        before = self.unavailable()
+        if isinstance(operation, RestartOp):
+            return _restart_phase(self, (operation,), before)
+        if isinstance(operation, BatchOp):
+            return _restart_phase(self, operation.restarts, before)
+        if isinstance(operation, MoveOp):
+            self.move(operation.replicas)
+        elif isinstance(operation, TriggerOp):
+            self.trigger(operation.partitions)
+        else:
+            self.restore(operation.topic, operation.topic_id)
+        return Phase(during=before, after=self.unavailable())
+
+    def timeline(self, phases: Sequence[Phase]) -> PredictedTimeline:
+        """The prediction for the actions run so far, which gave `phases`."""
+        unconverged = tuple(
+            sorted(tp for tp, p in self.parts.items() if not p.converged(self.alive))
+        )
+        return PredictedTimeline(
+            unavailable_now=self.model.unavailable,
+            phases=tuple(phases),
+            converged=not unconverged,
+            unconverged=unconverged,
+            offline_after=tuple(
+                sorted((tp, broker) for tp, p in self.parts.items() for broker in p.offline)
+            ),
+        )
+
+    def batch_blocker(self, brokers: Collection[int]) -> str | None:
+        """Why `brokers` may not restart together now, or None: every partition writable now
+        must keep at least its min.insync.replicas in-sync replicas outside the batch, among
+        them one that could lead it (alive, at the current epoch, holding ZooKeeper's id or
+        none). A partition already unwritable loses nothing more, nor does one no replica of
+        which could lead it (each holds a stale id: the first restart of any of its in-sync
+        replicas fences it, in a batch or alone); one whose replicas are no more than its
+        min.insync.replicas is never counted, as the gates do."""
+        batch = set(brokers)
+        seen: set[TopicPartition] = set()
+        for broker in sorted(batch):
+            for tp in self.on(broker):
+                if tp in seen:
+                    continue
+                seen.add(tp)
+                p = self.parts[tp]
+                if len(p.replicas) <= p.min_isr or not p.available(self.alive):
+                    continue
+                if not any(self._could_lead(p, r) for r in p.replicas):
+                    continue
+                outside = sorted(r for r in p.isr if r in self.alive and r not in batch)
+                if len(outside) < p.min_isr:
+                    return (
+                        f"{tp} would keep {len(outside)} in-sync replica(s) outside the batch"
+                        f" (isr {sorted(p.isr)}, min.insync.replicas {p.min_isr})"
+                    )
+                if not any(self._could_lead(p, r) for r in outside):
+                    return f"{tp}: no in-sync replica outside the batch could lead it"
+        return None
+
+    def _could_lead(self, p: _Partition, replica: int) -> bool:
+        return (
+            replica in self.alive
+            and replica not in p.offline
+            and p.known.get(replica, -1) == p.epoch
+            and p.memory.get(replica) in (None, p.zk_id)
+        )
+
 
 def _restart_phase(
-    run: _Run, batch: Sequence[RestartOp], before: frozenset[TopicPartition]
+    run: Simulation, batch: Sequence[RestartOp], before: frozenset[TopicPartition]
 ) -> Phase:
     run.begin_batch()
     last: set[TopicPartition] = set()
+    leaving = {restart.broker for restart in batch}
     for restart in batch:
-        last |= run.stop(restart.broker)
+        last |= run.stop(restart.broker, leaving)
     during = run.unavailable()
     isr_before = run.end_batch()
     below_min = {}
@@ -581,34 +659,8 @@ def _restart_phase(
 
 def simulate(model: Model, operations: Sequence[Operation]) -> PredictedTimeline:
     """The prediction for carrying out `operations` in order, from the model's state."""
-    run = _Run(model)
-    now = run.unavailable()
-    phases = []
-    for operation in operations:
-        before = run.unavailable()
-        if isinstance(operation, RestartOp):
-            phases.append(_restart_phase(run, (operation,), before))
-        elif isinstance(operation, BatchOp):
-            phases.append(_restart_phase(run, operation.restarts, before))
-        elif isinstance(operation, MoveOp):
-            run.move(operation.replicas)
-            phases.append(Phase(during=before, after=run.unavailable()))
-        elif isinstance(operation, TriggerOp):
-            run.trigger(operation.partitions)
-            phases.append(Phase(during=before, after=run.unavailable()))
-        else:
-            run.restore(operation.topic, operation.topic_id)
-            phases.append(Phase(during=before, after=run.unavailable()))
-    unconverged = tuple(sorted(tp for tp, p in run.parts.items() if not p.converged(run.alive)))
-    return PredictedTimeline(
-        unavailable_now=now,
-        phases=tuple(phases),
-        converged=not unconverged,
-        unconverged=unconverged,
-        offline_after=tuple(
-            sorted((tp, broker) for tp, p in run.parts.items() for broker in p.offline)
-        ),
-    )
+    run = Simulation(model)
+    return run.timeline([run.run(operation) for operation in operations])
 
 
 def harm(timeline: PredictedTimeline, restarts: int) -> tuple[int, int, int, int]:

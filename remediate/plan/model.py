@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from remediate.kafka_lines import KafkaLines
 from remediate.minisr import MinIsrRule, PlannedMinIsr
+from remediate.plan.estimate import ObservedRestarts
 from remediate.plan.fingerprint import Fingerprint
 from remediate.plan.moves import ReplicaMove
 from remediate.playbook import Action
@@ -74,12 +75,47 @@ class PlanOptions:
     restore_only: bool = False
     # The copy throttle of the repairs that move replicas (cluster.yaml's kafka section).
     move_throttle_bytes_per_s: int | None = None
+    # The most brokers restarted together (--max-batch-size); None: as many as the batch rule
+    # allows (plan/batches.py), 1: one at a time.
+    max_batch_size: int | None = None
+    # How long each broker's restart took in earlier runs (plan/estimate.py): the estimate.
+    observed_restarts: ObservedRestarts | None = None
 
     @property
     def min_isr_rule(self) -> MinIsrRule:
         """Each partition's min.insync.replicas without a topic override (remediate/minisr.py):
         as resolved from the brokers, else `min_isr_default` for every broker."""
         return self.min_isr.rule() if self.min_isr is not None else MinIsrRule(self.min_isr_default)
+
+
+@dataclass(frozen=True)
+class BatchingSummary:
+    """A batching as the plan's JSON keeps it: its batches and its harm, no timeline."""
+
+    name: str
+    chosen: bool
+    batches: tuple[tuple[int, ...], ...]
+    harm: Mapping[str, Any]
+    racks_mixed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "chosen": self.chosen,
+            "batches": [list(b) for b in self.batches],
+            "harm": dict(self.harm),
+            "racks_mixed": self.racks_mixed,
+        }
+
+    @classmethod
+    def from_json(cls, document: Mapping[str, Any]) -> BatchingSummary:
+        return cls(
+            name=str(document["name"]),
+            chosen=bool(document["chosen"]),
+            batches=tuple(tuple(int(b) for b in batch) for batch in document["batches"]),
+            harm=dict(document["harm"]),
+            racks_mixed=int(document.get("racks_mixed", 0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -200,8 +236,16 @@ class RestartStep:
     # Why the step is in this position of the order, and what the model predicts for it.
     order_reason: str = ""
     predicted: Prediction = field(default_factory=Prediction)
+    # The brokers restarted together with this one, itself included (plan/batches.py), and
+    # why; the executor runs consecutive steps of one batch as one. Empty: alone.
+    batch: tuple[int, ...] = ()
+    batch_reason: str = ""
 
     kind = "restart"
+
+    @property
+    def batched(self) -> bool:
+        return len(self.batch) > 1
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -215,6 +259,11 @@ class RestartStep:
             "is_controller": self.is_controller,
             "order_reason": self.order_reason,
             "predicted": self.predicted.to_json(),
+            **(
+                {"batch": list(self.batch), "batch_reason": self.batch_reason}
+                if self.batch_reason
+                else {}
+            ),
         }
 
 
@@ -409,6 +458,9 @@ class Plan:
     min_isr_topics: Mapping[str, PlannedMinIsr] = field(default_factory=dict)
     # The Kafka release line each broker runs, as read when planning: the rules used.
     kafka_lines: KafkaLines | None = None
+    # The batchings of the restarts weighed, the chosen one first (plan/batches.py); empty
+    # when there was no choice (one broker, or --max-batch-size 1).
+    batchings: tuple[BatchingSummary, ...] = ()
     digest: str = field(default="", compare=False)
 
     @property
@@ -477,6 +529,7 @@ class Plan:
                 else {}
             ),
             **({"kafka": self.kafka_lines.to_json()} if self.kafka_lines is not None else {}),
+            **({"batchings": [b.to_json() for b in self.batchings]} if self.batchings else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -577,6 +630,8 @@ def _step_from_json(s: Mapping[str, Any]) -> AnyStep:
         is_controller=bool(s["is_controller"]),
         order_reason=str(s.get("order_reason", "")),
         predicted=Prediction.from_json(s.get("predicted")),
+        batch=tuple(int(b) for b in s.get("batch", ())),
+        batch_reason=str(s.get("batch_reason", "")),
     )
 
 
@@ -602,6 +657,7 @@ def plan_from_json(document: Mapping[str, Any]) -> Plan:
         unavailable_now=partitions_from_json(document.get("unavailable_now", ())),
         **_min_isr_from_json(document.get("min_isr")),
         kafka_lines=KafkaLines.from_json(document["kafka"]) if "kafka" in document else None,
+        batchings=tuple(BatchingSummary.from_json(b) for b in document.get("batchings", ())),
     )
     return with_digest(plan)
 

@@ -34,10 +34,13 @@ from remediate.plan.availability import (
     simulate,
     stale_leaders,
 )
+from remediate.plan.batches import choose_batches
 from remediate.plan.candidates import KEEP, MOVE_KEEP, MOVE_RESTORE, RESTORE, Split, split
+from remediate.plan.estimate import RESTORE_S, estimate_s
 from remediate.plan.fingerprint import FileKey, Fingerprint
 from remediate.plan.model import (
     AnyStep,
+    BatchingSummary,
     Candidate,
     MoveStep,
     Plan,
@@ -132,6 +135,12 @@ class _Built:
     # Steps other than restores and restarts (a move candidate's move and trigger).
     others: tuple[AnyStep, ...] = ()
     bytes_to_copy: Mapping[int, int] | None = None
+    batchings: tuple[BatchingSummary, ...] = ()
+
+    @property
+    def batches(self) -> int:
+        """How many batches the restarts run in."""
+        return len({s.batch or (s.broker,) for s in self.restarts})
 
     @property
     def steps(self) -> tuple[AnyStep, ...]:
@@ -268,20 +277,33 @@ def _build(
     before: list[Operation] = [RestoreOp(s.topic, s.topic_id) for s in chosen_restores]
     cleared = {step.broker: _cleared(step) for step in restarts}
     order = order_restarts(c.model, [s.broker for s in restarts], cleared, before=before)
+    batchings = choose_batches(
+        c.model,
+        order.brokers,
+        cleared,
+        before=before,
+        max_size=options.max_batch_size,
+        racks={b: r.rack for b, r in state.brokers.items()},
+    )
+    chosen = batchings[0]
     by_broker = {s.broker: s for s in restarts}
+    weighed = len(batchings) > 1
     ordered = tuple(
         replace(
             by_broker[b],
             reason=_roll_reason(by_broker[b], splits, offline),
             order_reason=order.reasons[b],
-            predicted=_prediction(len(before) + i, order.timeline),
+            predicted=_prediction(len(before) + i, chosen.timeline),
+            batch=batch.brokers if weighed else (),
+            batch_reason=batch.reason if weighed else "",
         )
-        for i, b in enumerate(order.brokers)
+        for i, batch in enumerate(chosen.batches)
+        for b in batch.brokers
     )
     with_predictions = tuple(
         replace(
             s,
-            predicted=_prediction(i, order.timeline),
+            predicted=_prediction(i, chosen.timeline),
             offline_until_restart=tuple(
                 sorted(
                     {
@@ -301,8 +323,9 @@ def _build(
         restarts=ordered,
         affected=tuple(affected),
         skipped=tuple(skipped),
-        timeline=order.timeline,
+        timeline=chosen.timeline,
         summary=_summary(name, with_predictions, ordered, splits),
+        batchings=tuple(b.summary() for b in batchings) if weighed else (),
     )
 
 
@@ -400,7 +423,7 @@ def make_plan(
     restarts = list(plan_of.restarts)
     chosen_restores = list(plan_of.restores)
     timeline = plan_of.timeline
-    estimate = _estimate(len(restarts), len(chosen_restores), playbook, restore)
+    estimate = _estimate(plan_of, playbook, restore, options)
     refusals = _cluster_refusals(state, lines, steps)
     refusals += restart_refusals(state, findings, restarts, timeline, options)
     refusals += restore_refusals(state, chosen_restores, restarts, missing - unclaimed, why_not)
@@ -409,7 +432,7 @@ def make_plan(
     notes = restore_notes(why_not, mismatched - weighed)
     notes += _model_notes(timeline, options, restarting=bool(restarts))
     notes += _line_notes(model, timeline, state)
-    notes += not_movable
+    notes += not_movable + _estimate_notes(bool(restarts), playbook, options)
     return with_digest(
         Plan(
             cluster=cluster,
@@ -432,6 +455,7 @@ def make_plan(
             min_isr=options.min_isr,
             min_isr_topics=_min_isr_topics(state, steps, options),
             kafka_lines=lines,
+            batchings=plan_of.batchings,
         )
     )
 
@@ -713,11 +737,29 @@ def _restore_after_moves(s: Split, state: ClusterState, restore: Playbook) -> Re
     )
 
 
-def _estimate(restarts: int, restores: int, playbook: Playbook, restore: Playbook | None) -> float:
-    per_restart = playbook.gates.expected_restart_s + playbook.gates.stability_window_s
-    return restarts * per_restart + restores * (
-        restore.gates.stability_window_s + 5 if restore else 0
+def _estimate(
+    built: _Built, playbook: Playbook, restore: Playbook | None, options: PlanOptions
+) -> float:
+    batches: list[tuple[int, ...]] = []
+    for step in built.restarts:
+        batch = step.batch or (step.broker,)
+        if not batches or batches[-1] != batch:
+            batches.append(batch)
+    return estimate_s(
+        batches,
+        restart_s=playbook.gates.expected_restart_s + playbook.gates.stability_window_s,
+        restores=len(built.restores),
+        restore_s=restore.gates.stability_window_s + RESTORE_S if restore else 0.0,
+        observed=options.observed_restarts,
     )
+
+
+def _estimate_notes(restarting: bool, playbook: Playbook, options: PlanOptions) -> list[str]:
+    observed = options.observed_restarts
+    if not restarting or observed is None:
+        return []
+    said = observed.note(playbook.gates.expected_restart_s + playbook.gates.stability_window_s)
+    return [said] if said else []
 
 
 def _line_notes(model: Model, timeline: PredictedTimeline, state: ClusterState) -> list[str]:
@@ -823,7 +865,7 @@ def _choose(built: Mapping[str, _Built], options: PlanOptions) -> str:
     return min(
         built.values(),
         key=lambda b: (
-            harm(b.timeline, len(b.restarts)),
+            harm(b.timeline, b.batches),
             sum((b.bytes_to_copy or {}).values()),
             b.name not in (KEEP, MOVE_KEEP),
             b.name,

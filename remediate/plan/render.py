@@ -12,7 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from remediate.plan import MoveStep, Plan, Prediction, RestoreStep, TriggerStep
+from remediate.plan import MoveStep, Plan, Prediction, RestartStep, RestoreStep, TriggerStep
 from remediate.plan.moves import ReplicaMove
 from remediate.plan.summary import (
     LIMIT,
@@ -64,7 +64,34 @@ def _model_lines(plan: Plan) -> list[object]:
                 + "\n"
             )
         parts.append(weighed)
+    if plan.batchings:
+        batchings = Text("\nbatchings of the restarts weighed:\n")
+        for line in batching_lines(plan):
+            batchings.append(f"  - {line}\n")
+        parts.append(batchings)
     return parts
+
+
+def batching_lines(plan: Plan) -> list[str]:
+    """One line per batching weighed (plan/batches.py): its batches and its predicted harm."""
+    lines = []
+    for b in plan.batchings:
+        harm = b.harm
+        batches = " then ".join("{" + ", ".join(map(str, batch)) + "}" for batch in b.batches)
+        lines.append(
+            f"{b.name}{' (chosen)' if b.chosen else ''}: {batches}; {harm.get('batches')}"
+            f" batch(es), newly unavailable {harm.get('newly_unavailable')},"
+            f" {harm.get('unavailable_phases')} unavailable phase(s), converges"
+            f" {'yes' if harm.get('converges') else 'no'}, racks mixed {b.racks_mixed}"
+        )
+    return lines
+
+
+def _batch_text(step: RestartStep) -> str:
+    if not step.batched:
+        return ""
+    others = ", ".join(str(b) for b in step.batch if b != step.broker)
+    return f" (batch with {others})"
 
 
 def min_isr_lines(plan: Plan) -> list[str]:
@@ -180,8 +207,8 @@ def plan_table(plan: Plan) -> Group:
             continue
         table.add_row(
             str(number),
-            f"{step.broker}" + (" (controller)" if step.is_controller else ""),
-            step.reason,
+            f"{step.broker}" + (" (controller)" if step.is_controller else "") + _batch_text(step),
+            step.reason + (f"\nbatch: {step.batch_reason}" if step.batch_reason else ""),
             "\n".join(partition_lines(step.partitions)),
             "\n".join(file_lines(step.files)),
             "\n".join(impact_lines(step.impact)) or "no in-sync replica lost",
@@ -267,6 +294,21 @@ def _impact_markdown(plan: Plan) -> list[str]:
     return lines
 
 
+def _batchings_markdown(plan: Plan) -> list[str]:
+    if not plan.batchings:
+        return []
+    return [
+        "## Batchings of the restarts weighed",
+        "",
+        "Brokers restart together only where every partition writable at that point keeps at"
+        " least its min.insync.replicas in-sync replicas, and a replica that could lead it,"
+        " outside the batch; the least predicted harm wins, then the fewest racks mixed.",
+        "",
+        *[f"- {line}" for line in batching_lines(plan)],
+        "",
+    ]
+
+
 def _candidates_markdown(plan: Plan) -> list[str]:
     if not plan.candidates:
         return []
@@ -324,6 +366,37 @@ def _prediction_markdown(predicted: Prediction) -> list[str]:
     return ["Predicted by the availability model:", "", *lines, ""] if lines else []
 
 
+def _restart_markdown(number: int, step: RestartStep) -> list[str]:
+    lines: list[str] = []
+    role = " (active controller, last)" if step.is_controller else ""
+    lines += [
+        f"### {number}. Broker {step.broker}{role}{_batch_text(step)}",
+        "",
+        f"Why: {step.reason}",
+        "",
+    ]
+    if step.order_reason:
+        lines += [f"Why in this position: {step.order_reason}", ""]
+    if step.batch_reason:
+        lines += [f"Batch: {step.batch_reason}", ""]
+    lines += ["Actions: " + " → ".join(f"`{a}`" for a in step.actions), ""]
+    if step.files:
+        lines += [
+            "Files backed up, then deleted (Kafka rebuilds them with ZooKeeper's id):",
+            "",
+        ]
+        shown = file_lines(step.files)
+        whole = len(shown) == len(step.files)
+        lines += [f"- `{line}`" if whole else f"- {line}" for line in shown] + [""]
+    lines += ["Impact while the broker is down (in-sync replicas, min.insync.replicas):", ""]
+    lines += [f"- {line}" for line in impact_lines(step.impact)] or [
+        "- no partition loses an in-sync replica"
+    ]
+    lines.append("")
+    lines += _prediction_markdown(step.predicted)
+    return lines
+
+
 def plan_markdown(
     plan: Plan, *, config_path: str = "cluster.yaml", plan_path: str = "plan.json"
 ) -> str:
@@ -352,7 +425,7 @@ def plan_markdown(
             "",
         ]
         lines += [f"- {reason}" for reason in plan.refusals] + [""]
-    lines += _impact_markdown(plan) + _candidates_markdown(plan)
+    lines += _impact_markdown(plan) + _candidates_markdown(plan) + _batchings_markdown(plan)
     lines += ["## What will be done, in order", ""]
     if not plan.steps:
         lines += ["Nothing: no broker needs this playbook.", ""]
@@ -422,25 +495,7 @@ def plan_markdown(
                 *_prediction_markdown(step.predicted),
             ]
             continue
-        role = " (active controller, last)" if step.is_controller else ""
-        lines += [f"### {number}. Broker {step.broker}{role}", "", f"Why: {step.reason}", ""]
-        if step.order_reason:
-            lines += [f"Why in this position: {step.order_reason}", ""]
-        lines += ["Actions: " + " → ".join(f"`{a}`" for a in step.actions), ""]
-        if step.files:
-            lines += [
-                "Files backed up, then deleted (Kafka rebuilds them with ZooKeeper's id):",
-                "",
-            ]
-            shown = file_lines(step.files)
-            whole = len(shown) == len(step.files)
-            lines += [f"- `{line}`" if whole else f"- {line}" for line in shown] + [""]
-        lines += ["Impact while the broker is down (in-sync replicas, min.insync.replicas):", ""]
-        lines += [f"- {line}" for line in impact_lines(step.impact)] or [
-            "- no partition loses an in-sync replica"
-        ]
-        lines.append("")
-        lines += _prediction_markdown(step.predicted)
+        lines += _restart_markdown(number, step)
     if plan.notes:
         lines += ["## Notes", ""] + [f"- {note}" for note in plan.notes] + [""]
     if plan.skipped:

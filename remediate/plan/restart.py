@@ -222,10 +222,13 @@ def restart_refusals(
     blocker = registration_blocker(state, replicas_of_touched)
     if blocker:
         refusals.append(blocker)
-    restores = len(timeline.phases) - len(steps)
+    phase_of = _phase_indexes(steps, len(timeline.phases))
     for number, step in enumerate(steps, 1):
-        blocker = restart_blocker(state, step.broker, min_isr=options.min_isr_rule, ignore=stale)
-        phase = timeline.phases[restores + number - 1] if restores + number - 1 >= 0 else None
+        blocker = restart_blocker(
+            state, step.broker, min_isr=options.min_isr_rule, ignore=stale, batch=step.batch
+        )
+        index = phase_of[number - 1]
+        phase = timeline.phases[index] if index >= 0 else None
         if blocker is None and phase is not None:
             for tp, (isr, min_isr) in sorted(phase.below_min.items()):
                 if tp in stale:
@@ -237,3 +240,14 @@ def restart_refusals(
         if blocker:
             refusals.append(f"step {number} (broker {step.broker}): {blocker}")
     return refusals
+
+
+def _phase_indexes(steps: Sequence[RestartStep], phases: int) -> list[int]:
+    """The timeline's phase of each restart step: the restarts are its last phases, one per
+    batch (consecutive steps of one batch share theirs)."""
+    batch_numbers: list[int] = []
+    for i, step in enumerate(steps):
+        same = i > 0 and step.batched and step.batch == steps[i - 1].batch
+        batch_numbers.append(batch_numbers[-1] if same else (batch_numbers[-1] + 1 if i else 0))
+    batches = batch_numbers[-1] + 1 if batch_numbers else 0
+    return [phases - batches + n for n in batch_numbers]

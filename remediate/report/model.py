@@ -193,6 +193,8 @@ class RunReport:
     last_error: str | None
     # Per partition, the unavailable phases predicted and observed (none in older runs).
     availability: tuple[PartitionAvailability, ...] = ()
+    # The plan's estimate of the run's duration (plan/estimate.py).
+    estimate_s: float | None = None
 
     @property
     def duration_s(self) -> float:
@@ -283,6 +285,7 @@ def build_report(records: Sequence[Mapping[str, Any]], plan: Mapping[str, Any]) 
         check=_check(records),
         last_error=progress.last_error,
         availability=availability(records, plan),
+        estimate_s=_float(plan.get("estimate_s")),
     )
 
 
@@ -514,6 +517,10 @@ def _ts(record: Mapping[str, Any]) -> float:
 
 def _str(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _int(value: object) -> int | None:

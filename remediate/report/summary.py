@@ -56,6 +56,20 @@ def sections(report: RunReport) -> tuple[Section, ...]:
     return tuple(s for s in found if s.lines or s.tables or s.items)
 
 
+def _estimate_line(report: RunReport) -> list[tuple[str, str]]:
+    """The plan's estimate against the run's duration."""
+    if report.estimate_s is None or report.estimate_s <= 0:
+        return []
+    ratio = report.duration_s / report.estimate_s
+    return [
+        (
+            "estimate",
+            f"{duration(report.estimate_s)} planned; the run took {ratio:.0%} of it"
+            f" ({duration(report.duration_s)})",
+        )
+    ]
+
+
 def overview(report: RunReport) -> Section:
     lines = [
         ("cluster", report.cluster),
@@ -63,6 +77,7 @@ def overview(report: RunReport) -> Section:
         ("status", report.status),
         ("started", f"{report.started}" + (f" on {report.host}" if report.host else "")),
         ("ended", f"{report.ended} (last journal record; {duration(report.duration_s)})"),
+        *_estimate_line(report),
         (
             "playbook",
             report.playbook

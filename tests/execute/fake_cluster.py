@@ -23,7 +23,7 @@ from remediate.errors import (
     ZnodeMissingError,
     ZooKeeperError,
 )
-from remediate.formats.logdir import PARTITION_METADATA, encode_partition_metadata
+from remediate.formats.logdir import CLEAN_SHUTDOWN, PARTITION_METADATA, encode_partition_metadata
 from remediate.formats.topic_id import TopicId
 from remediate.formats.znodes import (
     BROKER_IDS,
@@ -375,6 +375,9 @@ class FakeKafka:
             return
         self.running.discard(broker)
         self.zk.remove(f"{BROKER_IDS}/{broker}")
+        # A clean stop, as Kafka's LogManager.shutdown: the marker in each log dir.
+        if self.log_dir(broker).is_dir():
+            (self.log_dir(broker) / CLEAN_SHUTDOWN).touch()
         for isr in self.isr.values():
             if broker in isr and len(isr) > 1:
                 isr.remove(broker)
@@ -384,6 +387,7 @@ class FakeKafka:
 
     def start(self, broker: int) -> None:
         self.running.add(broker)
+        (self.log_dir(broker) / CLEAN_SHUTDOWN).unlink(missing_ok=True)
         hook = self.on_start.get(broker)
         if hook is not None:
             hook()

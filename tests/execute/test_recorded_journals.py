@@ -6,8 +6,9 @@ from a plan given as JSON, and compares every journal line with the one recorded
 vocabulary became typed. Only what a run cannot repeat is masked (the temporary directory,
 the host and pid, the backup archive's checksum, which covers file times). Records of kinds
 added since (`step-skipped`, and the step records of a rollback's actions) are left out of the
-comparison, and the others renumbered: every record the earlier executor wrote is written
-again, in the same order, with the same bytes.
+comparison, and so are fields added since (a stop's `clean_shutdown`), and the others
+renumbered: every record the earlier executor wrote is written again, in the same order, with
+the same bytes.
 
 `RECORD_JOURNALS=DIR` writes the scenarios' journals into DIR instead of comparing.
 """
@@ -456,6 +457,9 @@ def earlier_kinds(lines: list[str]) -> list[str]:
         assert json.dumps(record, sort_keys=True, allow_nan=False) == line
         if is_new(record):
             continue
+        result = record.get("result")
+        if record["event"] == "step-finished" and isinstance(result, dict):
+            result.pop("clean_shutdown", None)
         record["seq"] = len(kept) + 1
         kept.append(json.dumps(record, sort_keys=True, allow_nan=False))
     return kept

@@ -159,9 +159,11 @@ class ApplyLab:
 
     def plant(self, brokers: Iterable[int]) -> None:
         """Arm the mismatch: the foreign id on disk, the running broker none the wiser."""
+        assignment, _ = admin.read_topic(self.zk, TOPIC)
         for broker in brokers:
             files = self.metadata_files(broker)
-            assert len(files) == PARTITIONS, files
+            hosted = [p for p, replicas in assignment.partitions.items() if broker in replicas]
+            assert len(files) == len(hosted), files
             for path in files:
                 path.write_bytes(encode_partition_metadata(FOREIGN))
 
@@ -188,10 +190,11 @@ class ApplyLab:
 
     def _unhealthy(self) -> str | None:
         registered = sorted(int(b) for b in self.zk.get_children("/brokers/ids"))
-        if registered != [1, 2, 3]:
+        if registered != sorted(b.broker_id for b in self.state.brokers):
             return f"registered brokers {registered}"
+        assignment, _ = admin.read_topic(self.zk, TOPIC)
         for number, s in partition_states(self.zk, TOPIC, list(range(PARTITIONS))).items():
-            if sorted(s.isr) != [1, 2, 3] or s.leader < 0:
+            if sorted(s.isr) != sorted(assignment.partitions[number]) or s.leader < 0:
                 return f"{TOPIC}-{number}: leader {s.leader} isr {s.isr}"
         zk_id = self.zk_id()
         wrong = {k: v for k, v in replica_file_ids(self.state, TOPIC).items() if v != zk_id}
@@ -239,16 +242,21 @@ class ApplyLab:
     # -- plans and runs ---------------------------------------------------------------------
 
     def plan(
-        self, brokers: Iterable[int], *, playbook: Path | None = None
+        self,
+        brokers: Iterable[int],
+        *,
+        playbook: Path | None = None,
+        options: Sequence[str] = (),
     ) -> tuple[Path, dict[str, Any]]:
-        """The plan for a mismatch planted on `brokers` (made once per planting and epoch)."""
+        """The plan for a mismatch planted on `brokers` (made once per planting, epoch and
+        `options` of plan's)."""
         wanted = tuple(sorted(brokers))
         chosen = playbook or self.playbook
-        key = (wanted, self.controller_epoch(), chosen)
+        key = (wanted, self.controller_epoch(), chosen, tuple(options))
         if key not in self.plans:
             path = self.directory / f"plan-{len(self.plans)}.json"
             planned = run_cli(
-                "plan", "-c", str(self.config), "--playbook", str(chosen), "-o", str(path)
+                "plan", "-c", str(self.config), "--playbook", str(chosen), "-o", str(path), *options
             )
             assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr[-3000:]
             plan = json.loads(path.read_text())
@@ -530,10 +538,14 @@ def runs(lab: ApplyLab) -> set[Path]:
     return set(lab.journal_dir.iterdir()) if lab.journal_dir.exists() else set()
 
 
-def start_lab(directory: Path, *, ssh: bool = False) -> ApplyLab:
-    state = cluster.up(directory, kafka_version="3.4", ssh=ssh)
+def start_lab(
+    directory: Path, *, ssh: bool = False, brokers: int = 3, min_isr: int = 2
+) -> ApplyLab:
+    """The lab: `brokers` emulated brokers (3.4) and the topic, replication 3, with its
+    min.insync.replicas."""
+    state = cluster.up(directory, kafka_version="3.4", ssh=ssh, brokers=brokers)
     zk = cluster.zk_client(state)
-    admin.create_topic(zk, TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})
+    admin.create_topic(zk, TOPIC, PARTITIONS, 3, config={"min.insync.replicas": str(min_isr)})
     # A killed operator's lock is free again once its session expires: a short session keeps
     # the resumes quick.
     config = directory / "cluster.yaml"

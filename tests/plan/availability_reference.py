@@ -59,16 +59,19 @@ class _Run:
                     p.offer(replica)
             p.settle(self.alive)
 
-    def stop(self, broker: int) -> frozenset[TopicPartition]:
-        """Controlled shutdown of `broker`; the partitions it was the last in-sync replica of."""
+    def stop(self, broker: int, shutting_down: Collection[int] = ()) -> frozenset[TopicPartition]:
+        """Controlled shutdown of `broker`, with `shutting_down` (its batch) stopping too: as
+        Kafka's controlled-shutdown election, the new leader and ISR leave out every broker
+        shutting down. The partitions it was the last in-sync replica of."""
+        leaving = set(shutting_down) | {broker}
         last = set()
         for tp, p in self.on(broker):
             if p.leader == broker:
                 successors = [
-                    r for r in p.replicas if r != broker and r in p.isr and r in self.alive
+                    r for r in p.replicas if r not in leaving and r in p.isr and r in self.alive
                 ]
                 if successors:
-                    p.bump(successors[0], p.isr - {broker}, self.alive - {broker})
+                    p.bump(successors[0], p.isr - leaving, self.alive - {broker})
                 else:
                     last.add(tp)
                     p.bump(-1, set(p.isr), self.alive - {broker})
@@ -142,8 +145,9 @@ def simulate(model: Model, operations: Sequence[Operation]) -> PredictedTimeline
             batch = operation.restarts if isinstance(operation, BatchOp) else (operation,)
             isr_before = {tp: tuple(sorted(p.isr)) for tp, p in run.parts.items()}
             last: frozenset[TopicPartition] = frozenset()
+            leaving = {restart.broker for restart in batch}
             for restart in batch:
-                last |= run.stop(restart.broker)
+                last |= run.stop(restart.broker, leaving)
             during = run.unavailable()
             below_min = {
                 tp: (isr_before[tp], p.min_isr)

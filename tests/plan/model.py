@@ -14,7 +14,7 @@ OLD = "AAAAAAAAAAAAAAAAAAAAAQ"
 NEW = "AAAAAAAAAAAAAAAAAAAAAg"
 
 
-def broker(broker_id: int) -> BrokerRegistration:
+def broker(broker_id: int, rack: str | None = None) -> BrokerRegistration:
     return BrokerRegistration(
         broker_id=broker_id,
         endpoints=(Endpoint("PLAINTEXT", f"10.0.0.{broker_id}", 9092),),
@@ -22,6 +22,7 @@ def broker(broker_id: int) -> BrokerRegistration:
         port=9092,
         timestamp_ms=0,
         epoch=100 + broker_id,
+        rack=rack,
     )
 
 
@@ -34,6 +35,7 @@ def cluster(
     controller: int | None = None,
     min_isr: Mapping[str, int] | None = None,
     registered: Sequence[int] | None = None,
+    racks: Mapping[int, str] | None = None,
 ) -> ClusterState:
     topic_states = {}
     partitions: dict[TopicPartition, PartitionState] = {}
@@ -60,7 +62,10 @@ def cluster(
         cluster_id="cid",
         controller_id=controller,
         controller_epoch=3,
-        brokers={b: broker(b) for b in (registered if registered is not None else brokers)},
+        brokers={
+            b: broker(b, (racks or {}).get(b))
+            for b in (registered if registered is not None else brokers)
+        },
         topics=topic_states,
         partitions=partitions,
     )
