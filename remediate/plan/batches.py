@@ -108,7 +108,7 @@ def _pack(
         ops = tuple(RestartOp(b, cleared.get(b, frozenset())) for b in current)
         phases.append(run.run(BatchOp(ops)))
         if current == [model.controller]:
-            reason = "the active controller: alone and last"
+            reason = _alone(current[0], model.controller).reason
         elif len(current) > 1:
             reason = (
                 f"brokers {_names(current)} restart together: every partition writable before"
@@ -153,6 +153,12 @@ def _pack(
     return tuple(batches), replace(run.timeline(phases), labels=tuple(labels))
 
 
+def _alone(broker: int, controller: int | None) -> Batch:
+    if broker == controller:
+        return Batch((broker,), "the active controller: alone and last")
+    return Batch((broker,), f"broker {broker} alone")
+
+
 def _by_rack(order: Sequence[int], racks: Mapping[int, str | None]) -> list[int]:
     """`order` regrouped rack by rack, racks in the order their first broker comes."""
     first: dict[str | None, int] = {}
@@ -173,10 +179,12 @@ def choose_batches(
     before: Sequence[Operation] = (),
     max_size: int | None = None,
     racks: Mapping[int, str | None] | None = None,
+    alone: PredictedTimeline | None = None,
 ) -> tuple[Batching, ...]:
     """Every batching weighed, the chosen one first. `order` is the restart order (the
     controller last); `cleared[b]` the partitions whose files broker b's restart deletes;
-    `before` the plan's actions ahead of the restarts (its restores)."""
+    `before` the plan's actions ahead of the restarts (its restores); `alone`, when known,
+    the timeline of `before` and then `order` one broker at a time."""
     racks = racks or {}
     others = [b for b in order if b != model.controller]
     last = [b for b in order if b == model.controller]
@@ -187,9 +195,14 @@ def choose_batches(
             sequences[BY_RACK] = [*_by_rack(others, racks), *last]
     weighed: list[Batching] = []
     for name, sequence in sequences.items():
-        batches, timeline = _pack(
-            model, sequence, cleared, before, 1 if name == ONE_AT_A_TIME else max_size, racks
-        )
+        if name == ONE_AT_A_TIME and alone is not None:
+            # The order search simulated exactly this already.
+            batches = tuple(_alone(b, model.controller) for b in sequence)
+            timeline = alone
+        else:
+            batches, timeline = _pack(
+                model, sequence, cleared, before, 1 if name == ONE_AT_A_TIME else max_size, racks
+            )
         if any(b.batches == batches for b in weighed):
             continue
         weighed.append(Batching(name, batches, timeline, _racks_mixed(batches, racks)))

@@ -284,6 +284,7 @@ def _build(
         before=before,
         max_size=options.max_batch_size,
         racks={b: r.rack for b, r in state.brokers.items()},
+        alone=order.timeline,
     )
     chosen = batchings[0]
     by_broker = {s.broker: s for s in restarts}

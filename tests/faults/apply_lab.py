@@ -171,7 +171,7 @@ class ApplyLab:
         """After a failed test: brokers whose files hold the wrong id get them removed and are
         restarted, so that one failure does not cascade into the next test."""
         zk_id = self.zk_id()
-        for broker in (1, 2, 3):
+        for broker in sorted(b.broker_id for b in self.state.brokers):
             wrong = [p for p in self.metadata_files(broker) if zk_id.encode() not in p.read_bytes()]
             if broker_pid(self.directory, broker) is not None and not wrong:
                 continue
