@@ -93,7 +93,7 @@ class BatchOp:
 Operation = RestartOp | BatchOp | RestoreOp | MoveOp | TriggerOp
 
 
-@dataclass
+@dataclass(slots=True)
 class _Partition:
     """The working state of one partition inside a simulation (never leaves this module)."""
 
@@ -126,16 +126,16 @@ class _Partition:
 
     def copy(self) -> _Partition:
         return _Partition(
-            replicas=self.replicas,
-            leader=self.leader,
-            isr=set(self.isr),
-            epoch=self.epoch,
-            zk_id=self.zk_id,
-            min_isr=self.min_isr,
-            memory=dict(self.memory),
-            known=dict(self.known),
-            offline=set(self.offline),
-            catchable=set(self.catchable),
+            self.replicas,
+            self.leader,
+            self.isr.copy(),
+            self.epoch,
+            self.zk_id,
+            self.min_isr,
+            self.memory.copy(),
+            self.known.copy(),
+            self.offline.copy(),
+            self.catchable.copy(),
         )
 
     def converged(self, alive: Collection[int]) -> bool:
