@@ -51,7 +51,7 @@ BUDGET_MIN: dict[str, float] = {
     "real Kafka 3.4.1": 5.0,
     "real Kafka 3.6.2": 6.0,
     "real Kafka 3.9.2": 7.0,
-    EMULATED: 19.0,
+    EMULATED: 20.0,
     FAULTS: 13.0,
     SPARK: 4.0,
     PURE: 10.0,

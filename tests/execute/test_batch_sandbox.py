@@ -165,10 +165,7 @@ def test_a_broker_of_a_batch_that_does_not_come_back_halts_the_run(healthy_lab: 
     operator = lab.start_apply(plan, failpoints=f"delete:finished={pause.action}")
     pause.wait(operator)
     assert journal_has(lab, before, "step-finished", ":delete")
-    meta = Path(lab.state.broker(b).log_dirs[0]) / "meta.properties"
-    original = meta.read_bytes()
-    meta.write_bytes(original.replace(f"broker.id={b}".encode(), b"broker.id=99"))
-    try:
+    with lab.foreign_log_dir(b):
         pause.release()
         run = lab.finish(operator)
         said = run.stdout[-2000:] + run.stderr[-3000:] + str(run.events("step-failed"))
@@ -178,8 +175,6 @@ def test_a_broker_of_a_batch_that_does_not_come_back_halts_the_run(healthy_lab: 
         registered = {int(x) for x in lab.zk.get_children("/brokers/ids")}
         assert a in registered and b not in registered, (registered, said)
         lab.assert_nothing_deleted_without_backup(plan[1], run.run_id, planted)
-    finally:
-        meta.write_bytes(original)
     done = lab.resume(run.run_id)
     assert done.exit_code == 0, done.stdout[-2000:] + done.stderr[-3000:]
     lab.wait_healthy(timeout=90)

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import tarfile
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -426,6 +427,20 @@ class ApplyLab:
         path = self.directory / f"cluster-{'-'.join(sorted(commands))}.yaml"
         path.write_text(yaml.safe_dump(settings, sort_keys=False))
         return path
+
+    @contextmanager
+    def foreign_log_dir(self, broker: int) -> Iterator[None]:
+        """While inside, `broker`'s first log dir looks written by another broker (its
+        meta.properties names broker.id 99): Kafka refuses to start on it ("doesn't match
+        stored broker.id") and exits at once. Put back on the way out, as an operator's fix."""
+        meta = Path(self.state.broker(broker).log_dirs[0]) / "meta.properties"
+        original = meta.read_bytes()
+        meta.write_bytes(original.replace(f"broker.id={broker}".encode(), b"broker.id=99"))
+        assert meta.read_bytes() != original
+        try:
+            yield
+        finally:
+            meta.write_bytes(original)
 
     # -- what the safety rules promise ------------------------------------------------------
 

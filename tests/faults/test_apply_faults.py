@@ -465,15 +465,9 @@ def test_a_broker_that_exits_at_once_halts_and_resume_starts_it(healthy_lab: App
     assert journal_has(lab, before, "step-finished", ":delete")
     # While the operator holds after its delete, a log dir is swapped for one written by
     # another broker: Kafka refuses to start on it ("doesn't match stored broker.id").
-    meta = Path(lab.state.broker(target).log_dirs[0]) / "meta.properties"
-    original = meta.read_bytes()
-    meta.write_bytes(original.replace(f"broker.id={target}".encode(), b"broker.id=99"))
-    assert meta.read_bytes() != original
-    pause.release()
-    try:
+    with lab.foreign_log_dir(target):
+        pause.release()
         run = lab.finish(process_)
-    finally:
-        meta.write_bytes(original)  # the operator's fix
     assert run.exit_code == 5, run.stderr[-3000:]
     (halted,) = run.events("run-halted")
     assert f"broker {target} exited after its start" in halted["error"]
