@@ -100,8 +100,11 @@ class Executor:
             ]
             while remaining:
                 # The controller is re-read before every step: it may have moved.
-                chosen = self._next(remaining, recorder, probes)
-                group = self._batch(chosen, remaining, recorder, probes)
+                started = [
+                    StepKey.parse(k) for k, p in recorder.ledger.progress.steps.items() if p.started
+                ]
+                chosen = self._next(remaining, started, recorder, probes)
+                group = self._batch(chosen, remaining, started, recorder, probes)
                 for item in group:
                     remaining.remove(item)
                 runs = [
@@ -124,9 +127,12 @@ class Executor:
         return ledger.outcome(self.run_id, RunStatus.COMPLETED)
 
     def _next(
-        self, remaining: list[IndexedStep], recorder: Recorder, probes: Probes
+        self,
+        remaining: list[IndexedStep],
+        started: list[StepKey],
+        recorder: Recorder,
+        probes: Probes,
     ) -> IndexedStep:
-        started = [StepKey.parse(k) for k, p in recorder.ledger.progress.steps.items() if p.started]
         # Only a fresh choice needs the controller (a started step is finished first).
         resumed = started_restart(remaining, started)
         controller = None if resumed is not None else probes.read().controller_id
@@ -145,13 +151,13 @@ class Executor:
         self,
         chosen: IndexedStep,
         remaining: list[IndexedStep],
+        started: list[StepKey],
         recorder: Recorder,
         probes: Probes,
     ) -> list[IndexedStep]:
         """`chosen` and the rest of its batch, as the controller is now."""
         if not chosen[1].batched:
             return [chosen]
-        started = [StepKey.parse(k) for k, p in recorder.ledger.progress.steps.items() if p.started]
         group, decision = batch_of(chosen, remaining, started, probes.read().controller_id)
         if decision is not None:
             recorder.record(

@@ -267,6 +267,17 @@ class RestartStep:
         }
 
 
+def restart_batches(steps: Iterable[RestartStep]) -> list[tuple[int, ...]]:
+    """The brokers of each batch of `steps`, in order (plan/batches.py): consecutive steps of
+    one batch together, a step of none alone."""
+    batches: list[tuple[int, ...]] = []
+    for step in steps:
+        batch = step.batch or (step.broker,)
+        if not batches or batches[-1] != batch:
+            batches.append(batch)
+    return batches
+
+
 @dataclass(frozen=True)
 class RestoreStep:
     """Write the id every replica agrees on into the topic znode (CAS on `znode_version`);

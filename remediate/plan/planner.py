@@ -49,6 +49,7 @@ from remediate.plan.model import (
     RestartStep,
     RestoreStep,
     TriggerStep,
+    restart_batches,
     with_digest,
 )
 from remediate.plan.moves import ReplicaMove, assign, bytes_per_broker
@@ -140,7 +141,7 @@ class _Built:
     @property
     def batches(self) -> int:
         """How many batches the restarts run in."""
-        return len({s.batch or (s.broker,) for s in self.restarts})
+        return len(restart_batches(self.restarts))
 
     @property
     def steps(self) -> tuple[AnyStep, ...]:
@@ -741,13 +742,8 @@ def _restore_after_moves(s: Split, state: ClusterState, restore: Playbook) -> Re
 def _estimate(
     built: _Built, playbook: Playbook, restore: Playbook | None, options: PlanOptions
 ) -> float:
-    batches: list[tuple[int, ...]] = []
-    for step in built.restarts:
-        batch = step.batch or (step.broker,)
-        if not batches or batches[-1] != batch:
-            batches.append(batch)
     return estimate_s(
-        batches,
+        restart_batches(built.restarts),
         restart_s=playbook.gates.expected_restart_s + playbook.gates.stability_window_s,
         restores=len(built.restores),
         restore_s=restore.gates.stability_window_s + RESTORE_S if restore else 0.0,

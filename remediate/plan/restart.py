@@ -19,7 +19,7 @@ from remediate.gates import (
 from remediate.minisr import MinIsrRule
 from remediate.plan.availability import PredictedTimeline
 from remediate.plan.fingerprint import replica_file
-from remediate.plan.model import PlanOptions, RestartStep
+from remediate.plan.model import PlanOptions, RestartStep, restart_batches
 from remediate.playbook import Playbook
 from remediate.scan.findings import Finding
 from remediate.scan.kinds import MISMATCH_KINDS, REPLICA_KINDS, FindingKind
@@ -244,10 +244,7 @@ def restart_refusals(
 
 def _phase_indexes(steps: Sequence[RestartStep], phases: int) -> list[int]:
     """The timeline's phase of each restart step: the restarts are its last phases, one per
-    batch (consecutive steps of one batch share theirs)."""
-    batch_numbers: list[int] = []
-    for i, step in enumerate(steps):
-        same = i > 0 and step.batched and step.batch == steps[i - 1].batch
-        batch_numbers.append(batch_numbers[-1] if same else (batch_numbers[-1] + 1 if i else 0))
-    batches = batch_numbers[-1] + 1 if batch_numbers else 0
-    return [phases - batches + n for n in batch_numbers]
+    batch."""
+    batches = restart_batches(steps)
+    batch_of = {broker: n for n, batch in enumerate(batches) for broker in batch}
+    return [phases - len(batches) + batch_of[step.broker] for step in steps]

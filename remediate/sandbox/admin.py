@@ -49,6 +49,16 @@ def _replica_index(first: int, shift: int, replica: int, count: int) -> int:
     return (first + 1 + (shift + replica) % (count - 1)) % count
 
 
+def _check_factor(brokers: int, replication_factor: int) -> None:
+    if replication_factor < 1:
+        raise SandboxError("the replication factor must be at least 1")
+    if replication_factor > brokers:
+        raise SandboxError(
+            f"replication factor {replication_factor} is larger than the"
+            f" {brokers} available brokers"
+        )
+
+
 def assign_replicas(
     brokers: Sequence[int],
     partitions: int,
@@ -57,29 +67,15 @@ def assign_replicas(
     start_index: int = 0,
     start_partition: int = 0,
 ) -> dict[int, tuple[int, ...]]:
-    """Rack-unaware assignment as AdminUtils.assignReplicasToBrokers does it."""
-    if replication_factor < 1:
-        raise SandboxError("the replication factor must be at least 1")
-    if replication_factor > len(brokers):
-        raise SandboxError(
-            f"replication factor {replication_factor} is larger than the"
-            f" {len(brokers)} available brokers"
-        )
-    ordered = sorted(brokers)
-    count = len(ordered)
-    assignment: dict[int, tuple[int, ...]] = {}
-    shift = start_index
-    for offset in range(partitions):
-        partition = start_partition + offset
-        if partition > 0 and partition % count == 0:
-            shift += 1
-        first = (partition + start_index) % count
-        replicas = [ordered[first]]
-        replicas += [
-            ordered[_replica_index(first, shift, j, count)] for j in range(replication_factor - 1)
-        ]
-        assignment[partition] = tuple(replicas)
-    return assignment
+    """Rack-unaware assignment as AdminUtils.assignReplicasToBrokers does it: the rack-aware
+    one with every broker in one rack (the brokers in id order, no replica ever skipped)."""
+    return assign_replicas_rack_aware(
+        dict.fromkeys(brokers, ""),
+        partitions,
+        replication_factor,
+        start_index=start_index,
+        start_partition=start_partition,
+    )
 
 
 def rack_alternated(racks: Mapping[int, str]) -> list[int]:
@@ -102,8 +98,7 @@ def assign_replicas_rack_aware(
 ) -> dict[int, tuple[int, ...]]:
     """Rack-aware assignment as AdminUtils.assignReplicasToBrokersRackAware does it: each
     partition's replicas on as many racks as there are, then on as many brokers."""
-    if replication_factor < 1 or replication_factor > len(racks):
-        return assign_replicas(sorted(racks), partitions, replication_factor)  # its error
+    _check_factor(len(racks), replication_factor)
     arranged = rack_alternated(racks)
     count, rack_count = len(arranged), len(set(racks.values()))
     assignment: dict[int, tuple[int, ...]] = {}
@@ -131,17 +126,13 @@ def live_brokers(zk: KazooClient) -> list[int]:
     return sorted(int(c) for c in zk.get_children(BROKER_IDS))
 
 
-def broker_racks(zk: KazooClient) -> dict[int, str] | None:
-    """Each live broker's broker.rack, when every one has one (Kafka's enforced rack-aware
-    mode); None otherwise."""
-    racks: dict[int, str] = {}
+def registered_racks(zk: KazooClient) -> dict[int, str | None]:
+    """Each live broker's broker.rack (None: it has none)."""
+    racks: dict[int, str | None] = {}
     for broker in live_brokers(zk):
         data, _ = zk.get(f"{BROKER_IDS}/{broker}")
-        rack = decode_broker(broker, data, source=f"{BROKER_IDS}/{broker}").rack
-        if rack is None:
-            return None
-        racks[broker] = rack
-    return racks or None
+        racks[broker] = decode_broker(broker, data, source=f"{BROKER_IDS}/{broker}").rack
+    return racks
 
 
 def _assign(
@@ -152,21 +143,21 @@ def _assign(
     first_leader: int | None = None,
     start_partition: int = 0,
 ) -> dict[int, tuple[int, ...]]:
-    """As Kafka assigns new partitions: rack-aware when every live broker has a rack; the
-    start index where `first_leader` (partition 0's first replica) stands."""
-    racks = broker_racks(zk)
-    order = rack_alternated(racks) if racks else sorted(live_brokers(zk))
-    start = order.index(first_leader) if first_leader in order else 0
-    if racks:
-        return assign_replicas_rack_aware(
-            racks,
-            partitions,
-            replication_factor,
-            start_index=start,
-            start_partition=start_partition,
-        )
-    return assign_replicas(
-        order, partitions, replication_factor, start_index=start, start_partition=start_partition
+    """As Kafka assigns new partitions: rack-aware when every live broker has a rack (else as
+    if all were in one rack: rack-unaware); the start index where `first_leader` (partition
+    0's first replica) stands."""
+    found = registered_racks(zk)
+    if None in found.values():  # not every broker has a rack: one rack for all of them
+        racks = dict.fromkeys(found, "")
+    else:
+        racks = {b: str(r) for b, r in found.items()}
+    order = rack_alternated(racks)
+    return assign_replicas_rack_aware(
+        racks,
+        partitions,
+        replication_factor,
+        start_index=order.index(first_leader) if first_leader in order else 0,
+        start_partition=start_partition,
     )
 
 

@@ -18,7 +18,7 @@ from remediate.collect.cluster_state import read_cluster_state
 from remediate.errors import SandboxError
 from remediate.formats.properties import load_properties
 from remediate.formats.znodes import broker_path
-from remediate.sandbox import cluster
+from remediate.sandbox import admin, cluster
 from remediate.sandbox.emulated.config import read_server_properties
 from remediate.sandbox.real import jvm_broker, releases
 from remediate.state import ClusterState
@@ -175,10 +175,16 @@ def test_emulated_brokers_register_their_racks_and_keep_them_across_a_restart(
     zk = cluster.zk_client(state)
     try:
         raw = {b: json.loads(zk.get(broker_path(b))[0]) for b in FOUR_OVER_THREE}
+        # The sandbox's own topic creation places replicas as Kafka does with racks: each
+        # partition on three racks (rack-unaware placement puts 1 and 4, both rack-0, together).
+        placed = admin.create_topic(zk, "spread", 4, 3)
     finally:
         zk.stop()
         zk.close()
     assert {b: doc["rack"] for b, doc in raw.items()} == FOUR_OVER_THREE
+    assert placed.partitions == admin.assign_replicas_rack_aware(FOUR_OVER_THREE, 4, 3)
+    for replicas in placed.partitions.values():
+        assert len({FOUR_OVER_THREE[b] for b in replicas}) == 3, placed.partitions
 
     # Broker 4 (rack-0 again, the wrap) registers anew after a restart, with its rack.
     stopped = _remediate("sandbox", "broker", "stop", "--id", "4", *where)
